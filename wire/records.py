@@ -1,0 +1,421 @@
+"""Records inside v2 record batches: decode a batch to records and build a batch from records.
+
+For tools, tests, ``__consumer_offsets``, compaction and ListOffsets-by-time; the produce and
+fetch hot paths never come here (they only touch batch headers, see ``wire.batch``).
+
+Record layout (Kafka's DefaultRecord; varints are zig-zag, see ``wire.varint``)::
+
+    length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
+    keyLength varint | key | valueLength varint | value | headerCount varint |
+    [headerKeyLength varint | headerKey utf-8 | headerValueLength varint | headerValue]
+
+A negative key, value or header value length means null. ``build_batch`` lays a batch out the
+way the Java client's MemoryRecordsBuilder does, so its bytes equal a Java producer's.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import crc32c
+
+from wire import compression as codecs
+from wire.batch import (
+    ATTRIBUTES_POS,
+    BATCH_HEADER_SIZE,
+    COMPRESSION_MASK,
+    CONTROL_MASK,
+    CRC_POS,
+    LENGTH_POS,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    NO_PRODUCER_ID,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+    BatchHeader,
+    CorruptBatch,
+    validate_batch,
+)
+from wire.varint import INT32_MAX, INT64_MAX, INT64_MIN, encode_varint, read_varint, read_varlong
+
+NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
+
+_BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
+_CONTROL_KEY = struct.Struct(">hh")
+_END_TXN_VALUE = struct.Struct(">hi")
+_NULL = encode_varint(-1)
+
+
+class ControlType(IntEnum):
+    """Control record types in a control batch's record key (Kafka's ControlRecordType)."""
+
+    ABORT = 0
+    COMMIT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """A record header: a UTF-8 key and a nullable byte value."""
+
+    key: str
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A decoded record with its absolute offset and timestamp (ms)."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NewRecord:
+    """A record to write; ``timestamp`` and ``offset_delta`` default as MemoryRecordsBuilder.append does.
+
+    ``timestamp`` None means the batch's ``base_timestamp`` (or NO_TIMESTAMP when that is None too);
+    ``offset_delta`` None means one past the previous record's (0 for the first).
+    """
+
+    key: bytes | None
+    value: bytes | None
+    headers: Sequence[Header | tuple[str, bytes | None]] = field(default=())
+    timestamp: int | None = None
+    offset_delta: int | None = None
+
+
+@dataclass(slots=True)
+class DecodedBatch:
+    """A v2 batch's header and its records, offsets and timestamps made absolute."""
+
+    header: BatchHeader
+    records: list[Record]
+
+
+RecordInput = NewRecord | Record | tuple[bytes | None, bytes | None, Sequence[Header | tuple[str, bytes | None]]]
+
+
+def decode_batch(
+    buf: bytes | bytearray | memoryview,
+    pos: int = 0,
+    *,
+    verify_crc: bool = True,
+    max_size: int = codecs.DEFAULT_MAX_SIZE,
+) -> DecodedBatch:
+    """Validate and decode the v2 batch at ``pos``, decompressing its records when needed.
+
+    Raises CorruptBatch (or a subclass) for anything malformed; ``max_size`` bounds the
+    decompressed size. In a LogAppendTime batch every record gets the batch's maxTimestamp,
+    as Kafka's DefaultRecordBatch does.
+    """
+    header = validate_batch(buf, pos, check_crc=verify_crc)
+    view = memoryview(buf)[pos + BATCH_HEADER_SIZE : pos + header.size]
+    codec = header.attributes & COMPRESSION_MASK
+    if codec == codecs.NONE:
+        data = bytes(view)
+    elif codec in codecs.CODEC_BY_CODE:
+        data = codecs.decompress(codec, view, max_size)
+    else:
+        # CompressionType.forId rejects codes 5-7; the broker answers CORRUPT_MESSAGE.
+        raise CorruptBatch(f"unknown compression codec {codec} in batch attributes")
+    append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_MASK else None
+    records = _decode_records(data, header.records_count, header.base_offset, header.base_timestamp, append_time)
+    return DecodedBatch(header, records)
+
+
+def decode_batches(
+    buf: bytes | bytearray | memoryview, *, verify_crc: bool = True, max_size: int = codecs.DEFAULT_MAX_SIZE
+) -> Iterator[DecodedBatch]:
+    """Decode every whole batch in ``buf``, stopping quietly at a trailing partial batch.
+
+    A Fetch response cut at max_bytes ends in a partial batch; consumers skip it, as Kafka's
+    ByteBufferLogInputStream does. A whole batch that is malformed raises CorruptBatch.
+    """
+    pos = 0
+    end = len(buf)
+    while end - pos >= LOG_OVERHEAD:
+        (length,) = struct.unpack_from(">i", buf, pos + LENGTH_POS)
+        if length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
+            raise CorruptBatch(f"batch length {length} shorter than a batch header")
+        if length + LOG_OVERHEAD > end - pos:
+            return
+        yield decode_batch(buf, pos, verify_crc=verify_crc, max_size=max_size)
+        pos += length + LOG_OVERHEAD
+
+
+def _decode_records(
+    data: bytes, count: int, base_offset: int, base_timestamp: int, append_time: int | None
+) -> list[Record]:
+    """Parse ``count`` records filling ``data`` exactly (DefaultRecord.readFrom's checks)."""
+    end = len(data)
+    if count > end:  # every record takes at least one byte: refuse before looping
+        raise CorruptBatch(f"{count} records cannot fit in {end} bytes")
+    records: list[Record] = []
+    append = records.append
+    pos = 0
+    for _ in range(count):
+        length, pos = read_varint(data, pos)
+        rec_end = pos + length
+        if length < 0 or rec_end > end:
+            raise CorruptBatch(f"record length {length} runs past the batch's {end - pos} remaining bytes")
+        # attributes (unused) at data[pos]
+        ts_delta, pos = read_varlong(data, pos + 1)
+        offset_delta, pos = read_varint(data, pos)
+        key_len, pos = read_varint(data, pos)
+        if key_len >= 0:
+            key = data[pos : pos + key_len]
+            pos += key_len
+            if pos > rec_end:
+                raise CorruptBatch("record key runs past the record")
+        else:
+            key = None
+        value_len, pos = read_varint(data, pos)
+        if value_len >= 0:
+            value = data[pos : pos + value_len]
+            pos += value_len
+            if pos > rec_end:
+                raise CorruptBatch("record value runs past the record")
+        else:
+            value = None
+        header_count, pos = read_varint(data, pos)
+        if header_count == 0:
+            headers: tuple[Header, ...] = ()
+        else:
+            headers, pos = _decode_headers(data, pos, rec_end, header_count)
+        if pos != rec_end:
+            raise CorruptBatch(f"record declared {length} bytes but its fields take {length + pos - rec_end}")
+        if append_time is None:
+            timestamp = base_timestamp + ts_delta
+            if not INT64_MIN <= timestamp <= INT64_MAX:  # Java long arithmetic wraps
+                timestamp = ((timestamp - INT64_MIN) & 0xFFFFFFFFFFFFFFFF) + INT64_MIN
+        else:
+            timestamp = append_time
+        append(Record(base_offset + offset_delta, timestamp, key, value, headers))
+    if pos != end:
+        # DefaultRecordBatch: "Incorrect declared batch size, records still remaining in file".
+        raise CorruptBatch(f"{end - pos} bytes left after the batch's {count} records")
+    return records
+
+
+def _decode_headers(data: bytes, pos: int, rec_end: int, count: int) -> tuple[tuple[Header, ...], int]:
+    if count < 0 or count > rec_end - pos:
+        raise CorruptBatch(f"invalid record header count {count}")
+    headers = []
+    for _ in range(count):
+        key_len, pos = read_varint(data, pos)
+        if key_len < 0:
+            raise CorruptBatch(f"invalid negative header key size {key_len}")
+        key_end = pos + key_len
+        if key_end > rec_end:
+            raise CorruptBatch("header key runs past the record")
+        # Java decodes header keys with new String(bytes, UTF_8): malformed bytes become U+FFFD.
+        key = data[pos:key_end].decode("utf-8", "replace")
+        value_len, pos = read_varint(data, key_end)
+        if value_len >= 0:
+            value = data[pos : pos + value_len]
+            pos += value_len
+            if pos > rec_end:
+                raise CorruptBatch("header value runs past the record")
+        else:
+            value = None
+        headers.append(Header(key, value))
+    return tuple(headers), pos
+
+
+def build_batch(
+    records: Sequence[RecordInput],
+    *,
+    base_offset: int = 0,
+    base_timestamp: int | None = None,
+    compression: int = codecs.NONE,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    partition_leader_epoch: int = -1,
+    log_append_time: bool = False,
+    max_timestamp: int | None = None,
+    last_offset_delta: int | None = None,
+) -> bytes:
+    """Build one v2 batch laid out as the Java client's MemoryRecordsBuilder lays it out.
+
+    ``records`` items may be ``(key, value, headers)`` tuples (headers as ``(str, bytes | None)``
+    pairs or Header), NewRecord (own timestamp / offset delta) or decoded Records (their absolute
+    offset and timestamp are kept relative to ``base_offset``, as compaction needs).
+
+    baseTimestamp is ``base_timestamp`` or else the first record's timestamp; maxTimestamp is
+    ``max_timestamp`` or else the largest record timestamp (at least NO_TIMESTAMP, as Java's
+    builder starts from it). For a LogAppendTime batch pass the append time as ``max_timestamp``,
+    as Kafka's LogValidator does. ``last_offset_delta`` keeps a batch's original last offset when
+    compaction removed its tail records (MemoryRecordsBuilder.overrideLastOffset). With no
+    records the result is the empty batch Kafka keeps after compaction (DefaultRecordBatch.writeEmptyHeader).
+    Bad arguments raise ValueError (or TypeError for wrongly typed keys and values).
+    """
+    codec = compression
+    if codec not in codecs.CODEC_BY_CODE:
+        raise ValueError(f"unknown compression codec {codec}")
+    # MemoryRecordsBuilder's constructor checks.
+    if is_transactional and producer_id == NO_PRODUCER_ID:
+        raise ValueError("cannot write transactional records without a producer id")
+    if producer_id != NO_PRODUCER_ID:
+        if producer_epoch < 0:
+            raise ValueError("invalid negative producer epoch")
+        if base_sequence < 0 and not is_control:
+            raise ValueError("invalid negative sequence number")
+
+    body: list[bytes] = []
+    first_timestamp: int | None = base_timestamp
+    newest = NO_TIMESTAMP
+    previous_delta = -1
+    for item in records:
+        key, value, headers, timestamp, offset_delta = _normalize(item, base_offset)
+        if timestamp is None:
+            timestamp = NO_TIMESTAMP if base_timestamp is None else base_timestamp
+        if offset_delta is None:
+            offset_delta = previous_delta + 1
+        elif offset_delta <= previous_delta:
+            raise ValueError(f"offset delta {offset_delta} after {previous_delta}: offsets must increase")
+        if offset_delta > INT32_MAX:
+            raise ValueError(f"offset delta {offset_delta} does not fit an int32")
+        if first_timestamp is None:
+            first_timestamp = timestamp
+        if timestamp > newest:
+            newest = timestamp
+        body.append(_encode_record(offset_delta, _wrap64(timestamp - first_timestamp), key, value, headers))
+        previous_delta = offset_delta
+
+    if body:
+        if last_offset_delta is None:
+            last_offset_delta = previous_delta
+        elif last_offset_delta < previous_delta:
+            raise ValueError(f"last_offset_delta {last_offset_delta} before the last record's {previous_delta}")
+        payload = b"".join(body)
+        if codec != codecs.NONE:
+            payload = codecs.compress(codec, payload)
+    else:
+        # An empty batch is never compressed and carries one timestamp (writeEmptyHeader).
+        codec = codecs.NONE
+        last_offset_delta = last_offset_delta or 0
+        payload = b""
+    if first_timestamp is None:
+        first_timestamp = NO_TIMESTAMP if max_timestamp is None else max_timestamp
+    if max_timestamp is None:
+        max_timestamp = newest if body else first_timestamp
+
+    attributes = codec
+    if log_append_time:
+        attributes |= TIMESTAMP_TYPE_MASK
+    if is_transactional:
+        attributes |= TRANSACTIONAL_MASK
+    if is_control:
+        attributes |= CONTROL_MASK
+    try:
+        header = _BATCH_HEADER.pack(
+            base_offset,
+            BATCH_HEADER_SIZE - LOG_OVERHEAD + len(payload),
+            partition_leader_epoch,
+            MAGIC_V2,
+            0,
+            attributes,
+            last_offset_delta,
+            first_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            len(body),
+        )
+    except struct.error as exc:
+        raise ValueError(f"batch field out of range: {exc}") from None
+    crc = crc32c.crc32c(payload, crc32c.crc32c(header[ATTRIBUTES_POS:]))
+    return header[:CRC_POS] + crc.to_bytes(4, "big") + header[ATTRIBUTES_POS:] + payload
+
+
+def _normalize(item: RecordInput, base_offset: int):
+    """(key, value, headers, timestamp, offset_delta) of one build_batch input."""
+    if isinstance(item, NewRecord):
+        return item.key, item.value, item.headers, item.timestamp, item.offset_delta
+    if isinstance(item, Record):
+        return item.key, item.value, item.headers, item.timestamp, item.offset - base_offset
+    key, value, headers = item
+    return key, value, headers, None, None
+
+
+def _encode_record(
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[Header | tuple[str, bytes | None]],
+) -> bytes:
+    """One record's bytes, length prefix included (DefaultRecord.writeTo)."""
+    parts = [b"\x00", encode_varint(timestamp_delta), encode_varint(offset_delta)]
+    for blob in (key, value):
+        if blob is None:
+            parts.append(_NULL)
+        else:
+            parts.append(encode_varint(len(blob)))
+            parts.append(bytes(blob))
+    parts.append(encode_varint(len(headers)))
+    for h in headers:
+        h_key, h_value = (h.key, h.value) if isinstance(h, Header) else h
+        raw_key = h_key.encode("utf-8")
+        parts.append(encode_varint(len(raw_key)))
+        parts.append(raw_key)
+        if h_value is None:
+            parts.append(_NULL)
+        else:
+            parts.append(encode_varint(len(h_value)))
+            parts.append(bytes(h_value))
+    body = b"".join(parts)
+    return encode_varint(len(body)) + body
+
+
+def _wrap64(value: int) -> int:
+    """``value`` as Java's long arithmetic leaves it (two's complement wrap)."""
+    if INT64_MIN <= value <= INT64_MAX:
+        return value
+    return ((value - INT64_MIN) & 0xFFFFFFFFFFFFFFFF) + INT64_MIN
+
+
+def control_type(record: Record) -> int:
+    """The type code in a control record's key (compare with ControlType); CorruptBatch if unreadable."""
+    if record.key is None or len(record.key) < _CONTROL_KEY.size:
+        raise CorruptBatch("control record key shorter than version + type")
+    _version, type_code = _CONTROL_KEY.unpack_from(record.key)
+    return type_code
+
+
+def build_end_txn_marker(
+    control: ControlType,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int,
+    timestamp: int,
+    base_offset: int = 0,
+    partition_leader_epoch: int = -1,
+) -> bytes:
+    """A transaction marker batch, as MemoryRecords.withEndTransactionMarker writes it.
+
+    One control record keyed (version 0, type) with value (version 0, coordinatorEpoch) in a
+    transactional control batch.
+    """
+    key = _CONTROL_KEY.pack(0, control)
+    value = _END_TXN_VALUE.pack(0, coordinator_epoch)
+    return build_batch(
+        [NewRecord(key, value, (), timestamp)],
+        base_offset=base_offset,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        is_transactional=True,
+        is_control=True,
+        partition_leader_epoch=partition_leader_epoch,
+    )
