@@ -1,0 +1,5 @@
+import sys
+
+from gateway.cli import main
+
+sys.exit(main())

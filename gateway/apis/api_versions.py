@@ -1,0 +1,47 @@
+"""ApiVersions (key 18), v0-v4.
+
+v0: error_code, api_keys. v1: throttle_time_ms. v3: flexible; the request carries client_software_name
+and _version (KIP-511), validated as Kafka does (INVALID_REQUEST if they do not match
+[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?); supported/finalized features are tagged fields left at their
+defaults (so omitted: older librdkafka builds cannot parse them). v4: same as v3 (KIP-896 only changes
+what an unsupported request gets). The response header is always v0 (handled in wire.protocol).
+A request with a version beyond ours gets a v0 response with UNSUPPORTED_VERSION and our ranges.
+"""
+
+from __future__ import annotations
+
+import re
+
+from wire.errors import ErrorCode
+from wire.protocol import build, encode_response, response_type
+
+API_KEY = 18
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def _api_keys() -> list[dict]:
+    from gateway.dispatch import supported_versions
+
+    return [{"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in supported_versions()]
+
+
+def unsupported_version_response(correlation_id: int) -> bytes:
+    body = build(response_type(API_KEY, 0), {"error_code": ErrorCode.unsupported_version, "api_keys": _api_keys()})
+    return encode_response(API_KEY, 0, correlation_id, body)
+
+
+async def handle(ctx, request):
+    error = ErrorCode.none
+    if ctx.version >= 3:
+        name, version = request.client_software_name, request.client_software_version
+        if _SOFTWARE.fullmatch(name or "") and _SOFTWARE.fullmatch(version or ""):
+            ctx.connection.client_software = (name, version)
+        else:
+            error = ErrorCode.invalid_request
+    return build(
+        response_type(API_KEY, ctx.version),
+        {"error_code": error, "api_keys": _api_keys(), "throttle_time": 0},
+    )

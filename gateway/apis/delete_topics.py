@@ -1,0 +1,52 @@
+"""DeleteTopics (key 20), v1-v6.
+
+v4: flexible; v5: error_message; v6: topics by name or by id (unknown ids get UNKNOWN_TOPIC_ID).
+delete.topic.enable=false gets TOPIC_DELETION_DISABLED; internal topics (__consumer_offsets) get
+INVALID_TOPIC_EXCEPTION, as Kafka answers both.
+"""
+
+from __future__ import annotations
+
+from gateway.apis.metadata import INTERNAL_TOPICS
+from wire.errors import ErrorCode, KafkaError
+from wire.protocol import build, response_type
+
+API_KEY = 20
+MIN_VERSION = 1
+MAX_VERSION = 6
+
+
+def _delete(broker, name: str) -> None:
+    if not broker.config.delete_topic_enable:
+        raise KafkaError("Topic deletion is disabled.", ErrorCode.topic_deletion_disabled)
+    if name in INTERNAL_TOPICS:
+        raise KafkaError(f"Topic {name} is an internal topic and cannot be deleted", ErrorCode.invalid_topic_exception)
+    if name not in broker.logs.topics:
+        raise KafkaError("This server does not host this topic-partition.", ErrorCode.unknown_topic_or_partition)
+    broker.logs.delete_topic(name)
+
+
+async def handle(ctx, request):
+    broker = ctx.broker
+    results = []
+    if ctx.version >= 6:
+        by_id = {t.topic_id: t.name for t in broker.logs.topics.values()}
+        wanted = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        by_id = {}
+        wanted = [(name, None) for name in request.topic_names]
+    for name, topic_id in wanted:
+        result = {"name": name, "topic_id": topic_id, "error_code": ErrorCode.none, "error_message": None}
+        try:
+            if name is None:
+                name = by_id.get(topic_id)
+                if name is None:
+                    raise KafkaError("This server does not host this topic ID.", ErrorCode.unknown_topic_id)
+                result["name"] = name
+            if topic_id is None and name in broker.logs.topics:
+                result["topic_id"] = broker.logs.topics[name].topic_id
+            _delete(broker, name)
+        except KafkaError as exc:
+            result.update(error_code=exc.error_code, error_message=str(exc))
+        results.append(result)
+    return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "responses": results})

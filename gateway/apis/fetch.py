@@ -1,0 +1,92 @@
+"""Fetch (key 1), v4-v17.
+
+v4: isolation_level, last_stable_offset, aborted_transactions; v5: log_start_offset; v7: fetch sessions
+(KIP-227) — we answer every request sessionless (session_id 0), as Kafka does when its session cache is
+full, so clients keep sending full fetch requests; v9: current_leader_epoch; v11: rack_id and
+preferred_read_replica; v12: flexible, last_fetched_epoch/diverging_epoch (one leader epoch here, so the
+log never diverges and the tagged field is never sent); v13: topic ids replace names (unknown ids get
+UNKNOWN_TOPIC_ID); v15: replica_state; v17: replica_directory_id (follower fields, ignored).
+
+Long poll: the answer waits up to max_wait_ms until min_bytes have accumulated, woken by appends to the
+partitions asked for. Record data goes out with os.sendfile from the segment files (wire.fetch).
+KIP-74: max_bytes and partition_max_bytes are soft for the first batch of the first non-empty partition.
+"""
+
+from __future__ import annotations
+
+import trio
+
+from storage.errors import UnknownTopicOrPartition
+from wire.errors import ErrorCode, KafkaError
+from wire.fetch import FetchPartitionResult, FetchTopicResult, FileSlice, encode_fetch_response
+
+API_KEY = 1
+MIN_VERSION = 4
+MAX_VERSION = 17
+
+READ_COMMITTED = 1
+
+
+def _collect(ctx, request, names: list[str | None]) -> tuple[list[FetchTopicResult], int, bool]:
+    """One pass over the requested partitions: (topics, bytes found, any error)."""
+    broker = ctx.broker
+    remaining = request.max_bytes
+    min_one = True
+    total = 0
+    error = False
+    topics = []
+    for topic, name in zip(request.topics, names, strict=True):
+        results = []
+        info = broker.logs.topics.get(name) if name is not None else None
+        for p in topic.partitions:
+            result = FetchPartitionResult(p.partition)
+            results.append(result)
+            if name is None:
+                result.error_code = ErrorCode.unknown_topic_id
+                error = True
+                continue
+            try:
+                plog = broker.partition(name, p.partition)
+                budget = max(0, min(p.partition_max_bytes, remaining))
+                read = plog.read(p.fetch_offset, budget, min_one=min_one) if budget or min_one else None
+            except UnknownTopicOrPartition as exc:
+                result.error_code = exc.error_code
+                error = True
+                continue
+            except KafkaError as exc:  # OFFSET_OUT_OF_RANGE
+                result.error_code = exc.error_code
+                result.high_watermark = plog.high_watermark
+                result.last_stable_offset = plog.high_watermark
+                result.log_start_offset = plog.log_start_offset
+                error = True
+                continue
+            result.high_watermark = plog.high_watermark
+            result.last_stable_offset = plog.high_watermark
+            result.log_start_offset = plog.log_start_offset
+            if request.isolation_level == READ_COMMITTED:
+                result.aborted_transactions = []
+            if read is not None and read.size:
+                result.records = FileSlice(read.fd, read.position, read.size)
+                total += read.size
+                remaining -= read.size
+                min_one = False
+        topics.append(FetchTopicResult(name or "", info.topic_id if info else topic.topic_id, results))
+    return topics, total, error
+
+
+async def handle(ctx, request):
+    broker = ctx.broker
+    if ctx.version >= 13:
+        by_id = {t.topic_id: t.name for t in broker.logs.topics.values()}
+        names = [by_id.get(t.topic_id) for t in request.topics]
+    else:
+        names = [t.topic for t in request.topics]
+    max_wait = request.max_wait.total_seconds()
+    deadline = trio.current_time() + max_wait
+    keys = [(n, p.partition) for t, n in zip(request.topics, names, strict=True) if n for p in t.partitions]
+    while True:
+        topics, total, error = _collect(ctx, request, names)
+        if total >= request.min_bytes or error or not keys or trio.current_time() >= deadline:
+            break
+        await broker.wait_for_append(keys, deadline)
+    return encode_fetch_response(ctx.version, ctx.header.correlation_id, topics)

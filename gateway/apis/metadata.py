@@ -1,0 +1,93 @@
+"""Metadata (key 3), v0-v12.
+
+v0: an empty topic list means all topics; v1+: null means all, empty means none; v1 adds controller_id,
+is_internal and rack; v2 cluster_id; v3 throttle_time_ms; v4 allow_auto_topic_creation (earlier
+versions always allow it); v5 offline_replicas; v7 leader_epoch; v8 authorized operations (we answer
+"not requested": -2147483648); v9 flexible; v10 topic ids (a request may name topics by id: unknown
+ids get UNKNOWN_TOPIC_ID); v11 drops cluster authorized operations; v12 allows null topic names in the
+response for id lookups. Auto-creation follows auto.create.topics.enable with num.partitions, and an
+auto-created topic is answered at once (this broker is its own controller, nothing to wait for).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from storage.errors import UnknownTopicOrPartition
+from wire.errors import ErrorCode, KafkaError
+from wire.protocol import build, response_type
+
+API_KEY = 3
+MIN_VERSION = 0
+MAX_VERSION = 12
+
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+ZERO_UUID = uuid.UUID(int=0)
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def topic_entry(broker, name: str, error: int = ErrorCode.none, topic_id: uuid.UUID | None = None) -> dict:
+    topic = broker.logs.topics.get(name) if error == ErrorCode.none else None
+    partitions = []
+    if topic is not None:
+        node = broker.node_id
+        for index in range(len(topic.partitions)):
+            partitions.append({
+                "error_code": ErrorCode.none, "partition_index": index, "leader_id": node, "leader_epoch": 0,
+                "replica_nodes": (node,), "isr_nodes": (node,), "offline_replicas": (),
+            })
+    return {
+        "error_code": error,
+        "name": name,
+        "topic_id": topic.topic_id if topic is not None else (topic_id or ZERO_UUID),
+        "is_internal": name in INTERNAL_TOPICS,
+        "partitions": partitions,
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
+
+
+def _lookup(broker, name: str, allow_create: bool) -> dict:
+    if name not in broker.logs.topics:
+        if not (allow_create and broker.config.auto_create_topics):
+            return topic_entry(broker, name, ErrorCode.unknown_topic_or_partition)
+        try:
+            broker.auto_create_topic(name)
+        except KafkaError as exc:
+            if name not in broker.logs.topics:
+                return topic_entry(broker, name, exc.error_code)
+    return topic_entry(broker, name)
+
+
+async def handle(ctx, request):
+    broker = ctx.broker
+    topics = request.topics
+    all_topics = topics is None or (ctx.version == 0 and not topics)
+    allow_create = ctx.version < 4 or request.allow_auto_topic_creation
+    entries = []
+    if all_topics:
+        entries = [topic_entry(broker, name) for name in sorted(broker.logs.topics)]
+    else:
+        by_id = {t.topic_id: t.name for t in broker.logs.topics.values()} if ctx.version >= 10 else {}
+        for t in topics:
+            name = t if isinstance(t, str) else t.name
+            if name is None:
+                topic_id = getattr(t, "topic_id", None)
+                found = by_id.get(topic_id)
+                if found is None:
+                    entries.append({**topic_entry(broker, "", ErrorCode.unknown_topic_id, topic_id), "name": None})
+                else:
+                    entries.append(topic_entry(broker, found))
+                continue
+            try:
+                entries.append(_lookup(broker, name, allow_create))
+            except UnknownTopicOrPartition:
+                entries.append(topic_entry(broker, name, ErrorCode.unknown_topic_or_partition))
+    adv = broker.config.advertised
+    return build(response_type(API_KEY, ctx.version), {
+        "throttle_time": 0,
+        "brokers": [{"node_id": broker.node_id, "host": adv.host or "127.0.0.1", "port": adv.port, "rack": None}],
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.node_id,
+        "topics": entries,
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    })

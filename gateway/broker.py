@@ -1,0 +1,131 @@
+"""The broker: configuration, the log, cluster identity, and the waits that tie appends to fetches.
+
+One Broker per gateway process. It owns the storage LogManager and runs the periodic work (retention,
+time-based flushes) as trio tasks; fsync runs in a worker thread so the event loop never blocks on disk.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+import trio
+from storage.log_manager import LogManager
+from storage.partition_log import PartitionLog
+
+from gateway.config import ServerConfig, parse_properties
+
+log = logging.getLogger(__name__)
+
+META_PROPERTIES = "meta.properties"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def new_cluster_id() -> str:
+    """Kafka's cluster id format: a random UUID as 22 characters of URL-safe base64 (Uuid.toString())."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class Broker:
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.logs = LogManager([Path(d) for d in config.log_dirs], config.log_config)
+        self.cluster_id = ""
+        self._waiters: defaultdict[tuple[str, int], set[trio.Event]] = defaultdict(set)
+        self.started_ms = now_ms()
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def open(self) -> None:
+        self.cluster_id = self._load_cluster_id()
+        self.logs.open()
+        log.info(
+            "broker %d of cluster %s: %d topics in %s",
+            self.node_id, self.cluster_id, len(self.logs.topics), ", ".join(self.config.log_dirs),
+        )
+
+    def close(self) -> None:
+        self.logs.close()
+
+    def _load_cluster_id(self) -> str:
+        """Read meta.properties from the log dirs (Kafka's format), writing it where it is missing."""
+        found = self.config.properties.get("cluster.id") or ""
+        dirs = [Path(d) for d in self.config.log_dirs]
+        for d in dirs:
+            meta = d / META_PROPERTIES
+            if meta.exists():
+                props = parse_properties(meta.read_text(encoding="utf-8"))
+                if found and props.get("cluster.id") and props["cluster.id"] != found:
+                    raise RuntimeError(f"{meta} has cluster.id {props['cluster.id']}, expected {found}")
+                found = found or props.get("cluster.id", "")
+        cluster_id = found or new_cluster_id()
+        for d in dirs:
+            d.mkdir(parents=True, exist_ok=True)
+            meta = d / META_PROPERTIES
+            if not meta.exists():
+                tmp = meta.with_suffix(".tmp")
+                tmp.write_text(f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n", encoding="utf-8")
+                tmp.replace(meta)
+        return cluster_id
+
+    async def run_background(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._retention_loop)
+            nursery.start_soon(self._flush_loop)
+            task_status.started()
+
+    async def _retention_loop(self) -> None:
+        interval = max(self.config.retention_check_interval_ms, 100) / 1000
+        while True:
+            await trio.sleep(min(interval, 5.0))
+            try:
+                self.logs.maintenance(now_ms())
+            except Exception:
+                log.exception("log maintenance failed")
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await trio.sleep(1.0)
+            for partition in self.logs.flush_due(now_ms()):
+                await trio.to_thread.run_sync(partition.flush)
+
+    # --- topics -----------------------------------------------------------------------------------
+
+    def partition(self, topic: str, partition: int) -> PartitionLog:
+        """The log of a partition; raises UnknownTopicOrPartition."""
+        return self.logs.get_partition(topic, partition)
+
+    def auto_create_topic(self, name: str) -> None:
+        """Create a topic on first use with num.partitions (auto.create.topics.enable), as Kafka does."""
+        self.logs.create_topic(name, self.config.num_partitions)
+        log.info("auto-created topic %s with %d partitions", name, self.config.num_partitions)
+
+    # --- appends wake fetches -----------------------------------------------------------------------
+
+    def notify_append(self, topic: str, partition: int) -> None:
+        for event in self._waiters.pop((topic, partition), ()):
+            event.set()
+
+    async def wait_for_append(self, keys: list[tuple[str, int]], deadline: float) -> None:
+        """Sleep until one of the partitions gets an append or trio's clock reaches ``deadline``."""
+        event = trio.Event()
+        for key in keys:
+            self._waiters[key].add(event)
+        try:
+            with trio.move_on_at(deadline):
+                await event.wait()
+        finally:
+            for key in keys:
+                waiters = self._waiters.get(key)
+                if waiters is not None:
+                    waiters.discard(event)
+                    if not waiters:
+                        del self._waiters[key]

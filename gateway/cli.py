@@ -1,0 +1,57 @@
+"""`logway` command line: `logway serve --config FILE --listeners ... --advertised-listeners ... --log-dirs ...`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import trio
+
+from gateway.config import ConfigError, ServerConfig
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="logway", description="A Kafka-wire-compatible broker")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the gateway")
+    serve.add_argument("--config", help="a Kafka server.properties file")
+    serve.add_argument("--listeners", help="e.g. PLAINTEXT://127.0.0.1:9092 (Kafka's `listeners`)")
+    serve.add_argument("--advertised-listeners", help="what clients are told to connect to (`advertised.listeners`)")
+    serve.add_argument("--log-dirs", help="comma-separated data directories (`log.dirs`)")
+    serve.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE",
+        help="any broker property, as kafka-server-start's --override; repeatable",
+    )
+    serve.add_argument("--log-level", default="INFO")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> ServerConfig:
+    overrides: dict[str, str] = {}
+    for item in args.override:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--override {item!r}: expected KEY=VALUE")
+        overrides[key.strip()] = value.strip()
+    for flag, key in (("listeners", "listeners"), ("advertised_listeners", "advertised.listeners"),
+                      ("log_dirs", "log.dirs")):
+        value = getattr(args, flag)
+        if value is not None:
+            overrides[key] = value
+    return ServerConfig.load(args.config, overrides)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "serve":
+        from gateway.server import serve
+
+        try:
+            config = config_from_args(args)
+        except (ConfigError, OSError) as exc:
+            print(f"logway: configuration error: {exc}", file=sys.stderr)
+            return 2
+        trio.run(serve, config)
+    return 0

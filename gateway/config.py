@@ -1,0 +1,161 @@
+"""Broker configuration: Kafka's property names and defaults, from a server.properties file and CLI flags."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from storage.config import LogConfig
+
+log = logging.getLogger(__name__)
+
+# Broker-level properties this gateway reads (Kafka's names and defaults). Log properties (log.*) are
+# handled by storage.config.LogConfig.from_broker_properties.
+BROKER_DEFAULTS: dict[str, str] = {
+    "listeners": "PLAINTEXT://127.0.0.1:9092",
+    "advertised.listeners": "",
+    "log.dirs": "",
+    "log.dir": "/tmp/kafka-logs",
+    "node.id": "1",
+    "broker.id": "-1",
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "auto.create.topics.enable": "true",
+    "delete.topic.enable": "true",
+    "socket.request.max.bytes": "104857600",
+    "queued.max.request.bytes": "-1",
+    "offsets.topic.num.partitions": "50",
+    "offsets.retention.minutes": "10080",
+    "offsets.retention.check.interval.ms": "600000",
+    "offset.metadata.max.bytes": "4096",
+    "group.initial.rebalance.delay.ms": "3000",
+    "group.min.session.timeout.ms": "6000",
+    "group.max.session.timeout.ms": "1800000",
+    "log.retention.check.interval.ms": "300000",
+    "log.flush.scheduler.interval.ms": "9223372036854775807",
+    "connections.max.idle.ms": "600000",
+    "cluster.id": "",
+}
+
+
+class ConfigError(ValueError):
+    """A configuration value Kafka would reject at start-up."""
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java .properties format: `key=value`, `key: value` or `key value`; # and ! comments; \\ continuations."""
+    props: dict[str, str] = {}
+    logical: list[str] = []
+    for raw in text.splitlines():
+        line = raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            logical.append(line[:-1])
+            continue
+        logical.append(line)
+        entry = "".join(logical)
+        logical = []
+        key_chars: list[str] = []
+        i = 0
+        while i < len(entry):
+            ch = entry[i]
+            if ch == "\\" and i + 1 < len(entry):
+                key_chars.append(entry[i + 1])
+                i += 2
+                continue
+            if ch in "=: \t":
+                break
+            key_chars.append(ch)
+            i += 1
+        rest = entry[i:].lstrip(" \t")
+        if rest[:1] in ("=", ":"):
+            rest = rest[1:].lstrip(" \t")
+        props["".join(key_chars)] = rest.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    return props
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.name}://{self.host}:{self.port}"
+
+
+def parse_listeners(value: str) -> list[Listener]:
+    """Kafka's listener list: `PLAINTEXT://host:port,NAME://host:port`; empty host means all interfaces."""
+    out = []
+    for item in filter(None, (v.strip() for v in value.split(","))):
+        parts = urlsplit(item)
+        if not parts.scheme or parts.port is None:
+            raise ConfigError(f"invalid listener {item!r}: expected NAME://host:port")
+        if parts.scheme.upper() != "PLAINTEXT":
+            raise ConfigError(f"listener {item!r}: only PLAINTEXT is supported")
+        out.append(Listener(parts.scheme.upper(), parts.hostname or "", parts.port))
+    return out
+
+
+def _bool(props: dict[str, str], key: str) -> bool:
+    value = props[key].strip().lower()
+    if value not in ("true", "false"):
+        raise ConfigError(f"{key}={props[key]!r}: expected true or false")
+    return value == "true"
+
+
+def _int(props: dict[str, str], key: str) -> int:
+    try:
+        return int(props[key])
+    except ValueError:
+        raise ConfigError(f"{key}={props[key]!r}: expected an integer") from None
+
+
+@dataclass
+class ServerConfig:
+    """The effective broker configuration (file, then CLI flags/overrides, over Kafka's defaults)."""
+
+    properties: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        given = dict(self.properties)
+        merged = dict(BROKER_DEFAULTS)
+        merged.update(given)
+        self.properties = merged
+        p = merged
+        self.listeners = parse_listeners(p["listeners"])
+        if not self.listeners:
+            raise ConfigError("listeners is empty")
+        self.advertised_listeners = parse_listeners(p["advertised.listeners"]) or self.listeners
+        dirs = p["log.dirs"] or p["log.dir"]
+        self.log_dirs = [d.strip() for d in dirs.split(",") if d.strip()]
+        # KRaft's node.id; the ZooKeeper-era broker.id is honoured when only it is given.
+        self.node_id = _int(p, "node.id")
+        if "node.id" not in given and _int(p, "broker.id") >= 0:
+            self.node_id = _int(p, "broker.id")
+        self.num_partitions = _int(p, "num.partitions")
+        self.auto_create_topics = _bool(p, "auto.create.topics.enable")
+        self.delete_topic_enable = _bool(p, "delete.topic.enable")
+        self.socket_request_max_bytes = _int(p, "socket.request.max.bytes")
+        self.offsets_topic_num_partitions = _int(p, "offsets.topic.num.partitions")
+        self.group_initial_rebalance_delay_ms = _int(p, "group.initial.rebalance.delay.ms")
+        self.retention_check_interval_ms = _int(p, "log.retention.check.interval.ms")
+        if self.num_partitions < 1:
+            raise ConfigError("num.partitions must be at least 1")
+        self.log_config = LogConfig.from_broker_properties(p)
+
+    @property
+    def advertised(self) -> Listener:
+        return self.advertised_listeners[0]
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, overrides: dict[str, str] | None = None) -> ServerConfig:
+        props: dict[str, str] = {}
+        if path is not None:
+            props.update(parse_properties(Path(path).read_text(encoding="utf-8")))
+        props.update(overrides or {})
+        return cls(props)

@@ -1,0 +1,101 @@
+"""Route a request frame to its API module and encode the answer.
+
+Each module in gateway/apis/ declares API_KEY, MIN_VERSION, MAX_VERSION and ``async def handle(ctx,
+request)``. A module with RAW = True gets the undecoded frame (the hot paths: Produce); the others get the
+kio message. A handler returns a kio response (encoded here), a list of already-framed chunks (Fetch's
+zero-copy response), or None (acks=0 Produce: no response at all, as Kafka does).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from gateway.apis import (
+    api_versions,
+    create_topics,
+    delete_topics,
+    fetch,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+)
+from wire.fetch import Chunk
+from wire.protocol import (
+    MalformedRequest,
+    RequestHeader,
+    api_name,
+    body_offset,
+    decode_body,
+    decode_request_header,
+    encode_response,
+)
+
+if TYPE_CHECKING:
+    from gateway.broker import Broker
+    from gateway.connection import Connection
+
+log = logging.getLogger(__name__)
+
+API_MODULES: tuple[ModuleType, ...] = (
+    produce,
+    fetch,
+    list_offsets,
+    metadata,
+    api_versions,
+    create_topics,
+    delete_topics,
+    init_producer_id,
+)
+REGISTRY: dict[int, ModuleType] = {m.API_KEY: m for m in API_MODULES}
+
+
+def supported_versions() -> list[tuple[int, int, int]]:
+    """(api_key, min, max) for ApiVersions: exactly what the modules serve."""
+    return [(m.API_KEY, m.MIN_VERSION, m.MAX_VERSION) for m in sorted(API_MODULES, key=lambda m: m.API_KEY)]
+
+
+@dataclass(slots=True)
+class RequestContext:
+    connection: Connection
+    header: RequestHeader
+    frame: bytearray
+    body_pos: int
+
+    @property
+    def broker(self) -> Broker:
+        return self.connection.broker
+
+    @property
+    def version(self) -> int:
+        return self.header.api_version
+
+
+async def dispatch(conn: Connection, frame: bytearray) -> list[Chunk] | None:
+    header, pos = decode_request_header(frame)
+    module = REGISTRY.get(header.api_key)
+    if module is None:
+        raise MalformedRequest(f"unknown or unsupported api key {header.api_key} ({api_name(header.api_key)})")
+    if not module.MIN_VERSION <= header.api_version <= module.MAX_VERSION:
+        if header.api_key == api_versions.API_KEY:
+            # Kafka answers an ApiVersions request it cannot parse with a v0 response carrying
+            # UNSUPPORTED_VERSION and its ranges, so the client can retry with a version it shares.
+            return [api_versions.unsupported_version_response(header.correlation_id)]
+        raise MalformedRequest(
+            f"{api_name(header.api_key)} v{header.api_version} is not supported "
+            f"(v{module.MIN_VERSION}-v{module.MAX_VERSION})"
+        )
+    ctx = RequestContext(conn, header, frame, 0)
+    if getattr(module, "RAW", False):
+        ctx.body_pos = body_offset(frame, header, pos)
+        request: Any = None
+    else:
+        ctx.body_pos = body_offset(frame, header, pos)
+        request = decode_body(header.api_key, header.api_version, bytes(frame), ctx.body_pos)
+    result = await module.handle(ctx, request)
+    if result is None or isinstance(result, list):
+        return result
+    return [encode_response(header.api_key, header.api_version, header.correlation_id, result)]

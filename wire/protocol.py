@@ -1,0 +1,236 @@
+"""Request/response framing for every API: headers, kio message types, and a version-agnostic builder.
+
+Kafka's request header v1 is (apiKey int16, apiVersion int16, correlationId int32, clientId nullable
+string); v2 (flexible API versions) adds tagged fields. The clientId stays a classic int16-length string
+even in v2. Response header v0 is the correlation id; v1 adds tagged fields. ApiVersions responses always
+use header v0, whatever the version (KIP-511), so a client that does not know the broker can parse them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import io
+import struct
+import typing
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.index import api_key_map, schema_name_map
+from kio.serial import entity_reader, entity_writer
+
+from wire.errors import ErrorCode, KafkaError
+
+API_VERSIONS_KEY = 18
+
+_HEADER = struct.Struct(">hhih")
+_I32 = struct.Struct(">i")
+
+
+class MalformedRequest(KafkaError):
+    """The request bytes cannot be decoded: the connection is closed, as Kafka does."""
+
+
+@dataclass(slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+def read_uvarint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    """Unsigned varint at ``pos``: (value, new position)."""
+    result = 0
+    shift = 0
+    while True:
+        if pos >= len(buf):
+            raise MalformedRequest("truncated varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise MalformedRequest("varint too long")
+
+
+def write_uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def skip_tagged_fields(buf: bytes | bytearray | memoryview, pos: int) -> int:
+    count, pos = read_uvarint(buf, pos)
+    for _ in range(count):
+        _tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        pos += size
+        if pos > len(buf):
+            raise MalformedRequest("tagged field runs past the request")
+    return pos
+
+
+def api_name(api_key: int) -> str | None:
+    return api_key_map.get(api_key)
+
+
+@cache
+def kio_versions(api_key: int) -> tuple[int, int] | None:
+    """The (min, max) versions kio has message types for."""
+    name = api_key_map.get(api_key)
+    if name is None:
+        return None
+    versions = sorted(schema_name_map[name])
+    return versions[0], versions[-1]
+
+
+@cache
+def request_type(api_key: int, version: int) -> type:
+    return load_request_schema(api_key, version)
+
+
+@cache
+def response_type(api_key: int, version: int) -> type:
+    return load_response_schema(api_key, version)
+
+
+@cache
+def _reader(cls: type):
+    return entity_reader(cls)
+
+
+@cache
+def _writer(cls: type):
+    return entity_writer(cls)
+
+
+def is_flexible(api_key: int, version: int) -> bool:
+    return bool(request_type(api_key, version).__flexible__)
+
+
+def decode_request_header(frame: bytes | bytearray | memoryview) -> tuple[RequestHeader, int]:
+    """Parse the header fields common to v1 and v2; return it and where its fixed part ends.
+
+    The caller decides whether tagged fields follow (flexible versions) once it knows the API version.
+    """
+    if len(frame) < _HEADER.size:
+        raise MalformedRequest(f"request of {len(frame)} bytes is shorter than a request header")
+    api_key, api_version, correlation_id, client_len = _HEADER.unpack_from(frame, 0)
+    pos = _HEADER.size
+    client_id = None
+    if client_len >= 0:
+        if pos + client_len > len(frame):
+            raise MalformedRequest("client id runs past the request")
+        client_id = bytes(frame[pos : pos + client_len]).decode("utf-8", "replace")
+        pos += client_len
+    return RequestHeader(api_key, api_version, correlation_id, client_id), pos
+
+
+def body_offset(frame: bytes | bytearray | memoryview, header: RequestHeader, pos: int) -> int:
+    """Where the body starts: after the tagged fields of a v2 header."""
+    if is_flexible(header.api_key, header.api_version):
+        return skip_tagged_fields(frame, pos)
+    return pos
+
+
+def decode_body(api_key: int, version: int, frame: bytes | memoryview, pos: int) -> Any:
+    """Decode a request body with kio. ``frame`` must be read-only (bytes)."""
+    cls = request_type(api_key, version)
+    try:
+        body, size = _reader(cls)(frame, pos)
+    except Exception as exc:  # kio raises a variety of errors on bad bytes
+        raise MalformedRequest(f"cannot decode {cls.__name__} v{version}: {exc}") from exc
+    return body
+
+
+def response_header_bytes(api_key: int, version: int, correlation_id: int) -> bytes:
+    """Response header v0, or v1 (with an empty tagged-field section) for flexible versions."""
+    if api_key != API_VERSIONS_KEY and is_flexible(api_key, version):
+        return _I32.pack(correlation_id) + b"\x00"
+    return _I32.pack(correlation_id)
+
+
+def encode_body(body: Any) -> bytes:
+    out = io.BytesIO()
+    _writer(type(body))(out, body)
+    return out.getvalue()
+
+
+def encode_response(api_key: int, version: int, correlation_id: int, body: Any) -> bytes:
+    """A whole response frame: size prefix, header, body."""
+    payload = response_header_bytes(api_key, version, correlation_id) + encode_body(body)
+    return _I32.pack(len(payload)) + payload
+
+
+# --- version-agnostic construction of kio message types ---------------------------------------
+
+
+@cache
+def _fields(cls: type) -> tuple[tuple[str, Any, dict], ...]:
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, hints[f.name], dict(f.metadata)) for f in dataclasses.fields(cls))
+
+
+def _entity_of(hint: Any) -> type | None:
+    """The kio entity class inside a hint like ``tuple[X, ...]``, ``X | None`` or ``X``."""
+    if dataclasses.is_dataclass(hint):
+        return hint
+    for arg in typing.get_args(hint):
+        found = _entity_of(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _convert(value: Any, hint: Any, meta: dict) -> Any:
+    if value is None:
+        return None
+    kafka_type = meta.get("kafka_type", "")
+    if kafka_type == "error_code" and not isinstance(value, ErrorCode):
+        return ErrorCode(value)
+    if kafka_type.startswith("timedelta") and isinstance(value, int):
+        return datetime.timedelta(milliseconds=value)
+    if kafka_type.startswith("datetime") and isinstance(value, int):
+        return datetime.datetime.fromtimestamp(value / 1000, datetime.UTC)
+    entity = _entity_of(hint)
+    if entity is None:
+        return value
+    if isinstance(value, dict):
+        return build(entity, value)
+    if isinstance(value, (list, tuple)):
+        return tuple(build(entity, v) if isinstance(v, dict) else v for v in value)
+    return value
+
+
+def build(cls: type, data: dict[str, Any]) -> Any:
+    """Make ``cls`` (a kio message type of some version) from a dict, nested dicts and lists included.
+
+    Keys the version does not have are dropped, fields the dict lacks take their schema default: one
+    handler can then answer every version of its API.
+    """
+    kwargs = {}
+    for name, hint, meta in _fields(cls):
+        if name in data:
+            kwargs[name] = _convert(data[name], hint, meta)
+    return cls(**kwargs)
+
+
+def to_dict(entity: Any) -> dict[str, Any]:
+    """A kio message as plain dicts and lists (the inverse of ``build``, for handlers that read requests)."""
+    out = {}
+    for f in dataclasses.fields(entity):
+        v = getattr(entity, f.name)
+        if dataclasses.is_dataclass(v):
+            v = to_dict(v)
+        elif isinstance(v, tuple) and v and dataclasses.is_dataclass(v[0]):
+            v = [to_dict(x) for x in v]
+        out[f.name] = v
+    return out
