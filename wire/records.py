@@ -255,7 +255,8 @@ def build_batch(
     builder starts from it). For a LogAppendTime batch pass the append time as ``max_timestamp``,
     as Kafka's LogValidator does. ``last_offset_delta`` keeps a batch's original last offset when
     compaction removed its tail records (MemoryRecordsBuilder.overrideLastOffset). With no
-    records the result is the empty batch Kafka keeps after compaction (DefaultRecordBatch.writeEmptyHeader).
+    records the result is the empty batch Kafka keeps after compaction (DefaultRecordBatch.writeEmptyHeader:
+    baseTimestamp NO_TIMESTAMP unless given, maxTimestamp ``max_timestamp``).
     Bad arguments raise ValueError (or TypeError for wrongly typed keys and values).
     """
     codec = compression
@@ -300,12 +301,12 @@ def build_batch(
         if codec != codecs.NONE:
             payload = codecs.compress(codec, payload)
     else:
-        # An empty batch is never compressed and carries one timestamp (writeEmptyHeader).
+        # writeEmptyHeader: never compressed; Kafka passes the timestamp to keep as maxTimestamp.
         codec = codecs.NONE
         last_offset_delta = last_offset_delta or 0
         payload = b""
     if first_timestamp is None:
-        first_timestamp = NO_TIMESTAMP if max_timestamp is None else max_timestamp
+        first_timestamp = NO_TIMESTAMP
     if max_timestamp is None:
         max_timestamp = newest if body else first_timestamp
 
