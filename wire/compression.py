@@ -233,10 +233,14 @@ def _lz4_decompress(data: bytes | bytearray | memoryview, max_size: int) -> byte
 
 def _zstd_decompress(data: bytes | bytearray | memoryview, max_size: int) -> bytes:
     # Streaming, because zstd-jni frames carry no content size; read_across_frames as zstd-jni does.
+    # The stream reader returns what it has when the input stops mid-frame, so check first that
+    # the input is whole frames.
+    raw = bytes(data)
+    _check_zstd_frames(raw)
     parts: list[bytes] = []
     produced = 0
     try:
-        with zstandard.ZstdDecompressor().stream_reader(bytes(data), read_across_frames=True) as reader:
+        with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as reader:
             while produced <= max_size:
                 chunk = reader.read(min(_CHUNK, max_size + 1 - produced))
                 if not chunk:
@@ -248,3 +252,42 @@ def _zstd_decompress(data: bytes | bytearray | memoryview, max_size: int) -> byt
     if produced > max_size:
         raise DecompressedTooLarge(f"zstd data expands past {max_size} bytes")
     return b"".join(parts)
+
+
+_ZSTD_MAGIC = 0xFD2FB528
+_UINT32_LE = struct.Struct("<I")
+
+
+def _check_zstd_frames(raw: bytes) -> None:
+    """Walk zstd frame and block headers (RFC 8878) and raise unless ``raw`` is complete frames."""
+    pos, end = 0, len(raw)
+    if end == 0:
+        raise DecompressionError("empty zstd data")
+    while pos < end:
+        if end - pos < 5:
+            raise DecompressionError("truncated zstd frame header")
+        (magic,) = _UINT32_LE.unpack_from(raw, pos)
+        if magic & 0xFFFFFFF0 == 0x184D2A50:  # skippable frame: magic, size, payload
+            if end - pos < 8:
+                raise DecompressionError("truncated zstd skippable frame")
+            pos += 8 + _UINT32_LE.unpack_from(raw, pos + 4)[0]
+            continue
+        if magic != _ZSTD_MAGIC:
+            raise DecompressionError("bad zstd frame magic")
+        descriptor = raw[pos + 4]
+        single_segment = descriptor >> 5 & 1
+        pos += 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[descriptor & 3]
+        pos += (single_segment, 2, 4, 8)[descriptor >> 6]
+        while True:
+            if end - pos < 3:
+                raise DecompressionError("truncated zstd block header")
+            block = raw[pos] | raw[pos + 1] << 8 | raw[pos + 2] << 16
+            kind = block >> 1 & 3
+            if kind == 3:
+                raise DecompressionError("reserved zstd block type")
+            pos += 3 + (1 if kind == 1 else block >> 3)
+            if block & 1:
+                break
+        pos += 4 if descriptor & 4 else 0  # content checksum
+    if pos > end:
+        raise DecompressionError("truncated zstd frame")
