@@ -1,0 +1,40 @@
+"""Matrix fixtures and the session-end matrix report (see report.py)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from report import MATRIX_MD, Matrix
+
+_matrix = Matrix()
+
+
+@pytest.fixture
+def bootstrap(broker_bootstrap: str) -> str:
+    """The shared broker every cell talks to."""
+    return broker_bootstrap
+
+
+@pytest.fixture
+def restartable(gateway_process) -> Iterator:
+    """A private Logway process the test may kill and restart; only when the matrix runs against Logway."""
+    if os.environ.get("LOGWAY_TEST_BOOTSTRAP"):
+        pytest.skip("needs a private Logway process (LOGWAY_TEST_BOOTSTRAP points at an external broker)")
+    yield gateway_process.start()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _matrix.record(report.nodeid, report.when, report.outcome, str(report.longrepr or ""))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ARG001
+    if not _matrix.cells:
+        return
+    broker = os.environ.get("LOGWAY_TEST_BOOTSTRAP") or "Logway (python -m gateway serve)"
+    text = _matrix.markdown(broker if broker.startswith("Logway") else f"external broker {broker}")
+    MATRIX_MD.write_text(text)
+    terminalreporter.write_sep("=", "client compatibility matrix")
+    terminalreporter.write_line(text)
+    terminalreporter.write_line(f"(written to {MATRIX_MD})")
