@@ -1,0 +1,106 @@
+"""Storage exceptions, each carrying the Kafka error code a client should see for it."""
+
+from __future__ import annotations
+
+from wire.errors import ErrorCode, KafkaError
+
+__all__ = [
+    "CorruptRecord",
+    "InvalidConfig",
+    "InvalidPartitions",
+    "InvalidProducerEpoch",
+    "InvalidRecord",
+    "InvalidTimestamp",
+    "InvalidTopic",
+    "KafkaStorageError",
+    "OffsetOutOfRange",
+    "OutOfOrderSequence",
+    "RecordBatchTooLarge",
+    "RecordTooLarge",
+    "TopicAlreadyExists",
+    "UnknownTopicOrPartition",
+]
+
+
+class OffsetOutOfRange(KafkaError):
+    """A fetch or lookup asked for an offset outside [log start, log end]."""
+
+    error_code = ErrorCode.offset_out_of_range
+
+
+class CorruptRecord(KafkaError):
+    """A batch failed its length, magic or CRC-32C check (Kafka's CorruptRecordException)."""
+
+    error_code = ErrorCode.corrupt_message
+
+
+class RecordTooLarge(KafkaError):
+    """A batch is larger than the topic's max.message.bytes (Kafka's RecordTooLargeException)."""
+
+    error_code = ErrorCode.message_too_large
+
+
+class RecordBatchTooLarge(KafkaError):
+    """A produce payload larger than segment.bytes (Kafka's RecordBatchTooLargeException)."""
+
+    error_code = ErrorCode.record_list_too_large
+
+
+class InvalidRecord(KafkaError):
+    """Well-formed bytes that break a record rule (Kafka's InvalidRecordException)."""
+
+    error_code = ErrorCode.invalid_record
+
+
+class InvalidTimestamp(KafkaError):
+    """A CreateTime timestamp outside message.timestamp.before/after.max.ms of the broker clock."""
+
+    error_code = ErrorCode.invalid_timestamp
+
+
+class OutOfOrderSequence(KafkaError):
+    """An idempotent producer's batch does not follow its last sequence number."""
+
+    error_code = ErrorCode.out_of_order_sequence_number
+
+
+class InvalidProducerEpoch(KafkaError):
+    """An idempotent producer wrote with an epoch older than the one already seen (fenced)."""
+
+    error_code = ErrorCode.invalid_producer_epoch
+
+
+class UnknownTopicOrPartition(KafkaError):
+    """The topic or partition does not exist on this broker."""
+
+    error_code = ErrorCode.unknown_topic_or_partition
+
+
+class TopicAlreadyExists(KafkaError):
+    """CreateTopics for a name that is already taken."""
+
+    error_code = ErrorCode.topic_already_exists
+
+
+class InvalidPartitions(KafkaError):
+    """A partition count that is not allowed (less than one, or not larger than the current count)."""
+
+    error_code = ErrorCode.invalid_partitions
+
+
+class InvalidConfig(KafkaError):
+    """An unknown topic config name or a value its definition rejects."""
+
+    error_code = ErrorCode.invalid_config
+
+
+class InvalidTopic(KafkaError):
+    """A topic name Kafka would not accept (characters, length, '.'/'..', or a '.'/'_' collision)."""
+
+    error_code = ErrorCode.invalid_topic_exception
+
+
+class KafkaStorageError(KafkaError):
+    """An I/O error on a log directory; the client should retry (possibly elsewhere)."""
+
+    error_code = ErrorCode.kafka_storage_error

@@ -1,0 +1,342 @@
+"""All partition logs of the broker across its log.dirs (Kafka's LogManager).
+
+On disk, per log dir::
+
+    <topic>-<partition>/                 one partition: segments, indexes, producer snapshots,
+        partition.metadata               Kafka's "version: 0 / topic_id: <base64url uuid>"
+        topic.properties                 the topic's config overrides (Kafka keeps them in its
+                                         metadata log; a single broker keeps them beside the data)
+    <topic>-<partition>.<uuidhex>-delete  a deleted partition waiting for file.delete.delay.ms
+    recovery-point-offset-checkpoint, log-start-offset-checkpoint
+    .kafka_cleanshutdown                 present only between a clean close and the next open
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+from storage.checkpoints import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    read_checkpoint,
+    write_checkpoint,
+)
+from storage.config import LogConfig
+from storage.errors import (
+    InvalidConfig,
+    InvalidPartitions,
+    InvalidTopic,
+    KafkaStorageError,
+    TopicAlreadyExists,
+    UnknownTopicOrPartition,
+)
+from storage.partition_log import PartitionLog
+from storage.topic import Topic, collision_key, decode_topic_id, encode_topic_id, validate_topic_name
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"  # Kafka's CleanShutdownFileHandler
+PARTITION_METADATA_FILE = "partition.metadata"
+TOPIC_PROPERTIES_FILE = "topic.properties"
+DELETE_DIR_SUFFIX = "-delete"
+CHECKPOINT_INTERVAL_MS = 60000  # Kafka's log.flush.offset.checkpoint.interval.ms default
+
+log = logging.getLogger(__name__)
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class LogManager:
+    """Creates, loads, retains, flushes and deletes the partition logs of every topic."""
+
+    def __init__(
+        self,
+        log_dirs: list[str | Path],
+        default_config: LogConfig,
+        *,
+        clock_ms: Callable[[], int] | None = None,
+    ) -> None:
+        if not log_dirs:
+            raise ValueError("at least one log dir is required")
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self.default_config = default_config
+        self.topics: dict[str, Topic] = {}
+        self._clock = clock_ms or _wall_clock_ms
+        self._pending_deletes: list[tuple[int, PartitionLog]] = []
+        self._last_checkpoint_ms = 0
+
+    # -- startup and shutdown ------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Create missing dirs, finish pending deletions, load and recover every partition."""
+        found: dict[str, dict[int, PartitionLog]] = {}
+        metadata: dict[str, tuple[uuid.UUID, dict[str, str]]] = {}
+        try:
+            for log_dir in self.log_dirs:
+                log_dir.mkdir(parents=True, exist_ok=True)
+                clean = (log_dir / CLEAN_SHUTDOWN_FILE).exists()
+                recovery_points = read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
+                start_offsets = read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
+                for entry in sorted(os.listdir(log_dir)):
+                    path = log_dir / entry
+                    if not path.is_dir():
+                        continue
+                    if entry.endswith(DELETE_DIR_SUFFIX):
+                        shutil.rmtree(path, ignore_errors=True)
+                        continue
+                    parsed = _parse_partition_dir(entry)
+                    if parsed is None:
+                        log.warning("ignoring %s: not a <topic>-<partition> directory", path)
+                        continue
+                    topic, partition = parsed
+                    if partition in found.get(topic, {}):
+                        raise KafkaStorageError(f"duplicate log directories for {entry}: {found[topic][partition].dir}, {path}")
+                    if topic not in metadata:
+                        metadata[topic] = (_read_topic_id(path) or uuid.uuid4(), _read_properties(path))
+                    found.setdefault(topic, {})[partition] = PartitionLog(
+                        path,
+                        topic,
+                        partition,
+                        self._topic_config(topic, metadata[topic][1]),
+                        recovery_point=recovery_points.get(parsed, 0),
+                        log_start_offset=start_offsets.get(parsed, 0),
+                        clean_shutdown=clean,
+                        clock_ms=self._clock,
+                    )
+            for name, logs in found.items():
+                topic_id, overrides = metadata[name]
+                topic = Topic(name, topic_id, self._topic_config(name, overrides), overrides)
+                self.topics[name] = topic
+                for p in range(max(logs) + 1):
+                    if p not in logs:
+                        log.warning("partition %s-%d is missing from every log dir; recreating it empty", name, p)
+                        logs[p] = self._new_partition(topic, p)
+                    topic.partitions.append(logs[p])
+        except BaseException:
+            for logs in found.values():
+                for plog in logs.values():
+                    plog.close()
+            self.topics.clear()
+            raise
+        self.checkpoint()
+        for log_dir in self.log_dirs:
+            (log_dir / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """Flush and close every log, write checkpoints, then mark each log dir as cleanly shut down."""
+        for plog in self._all_logs():
+            plog.close()
+        for _, plog in self._pending_deletes:
+            plog.delete()
+        self._pending_deletes = []
+        self.checkpoint()
+        for log_dir in self.log_dirs:
+            fd = os.open(log_dir / CLEAN_SHUTDOWN_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def checkpoint(self) -> None:
+        """Write recovery points and log start offsets of every log dir (Kafka's checkpoint files)."""
+        per_dir: dict[Path, list[PartitionLog]] = {d: [] for d in self.log_dirs}
+        for plog in self._all_logs():
+            per_dir[plog.dir.parent].append(plog)
+        for log_dir, logs in per_dir.items():
+            write_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT, {(p.topic, p.partition): p.recovery_point for p in logs})
+            write_checkpoint(
+                log_dir / LOG_START_OFFSET_CHECKPOINT, {(p.topic, p.partition): p.log_start_offset for p in logs}
+            )
+        self._last_checkpoint_ms = self._clock()
+
+    # -- topics ----------------------------------------------------------------------------------------
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        configs: Mapping[str, str] | None = None,
+        topic_id: uuid.UUID | None = None,
+    ) -> Topic:
+        """Create a topic with Kafka's validation; each partition goes to the least-used log dir (seed 000)."""
+        validate_topic_name(name)
+        if name in self.topics:
+            raise TopicAlreadyExists(f"Topic '{name}' already exists.")
+        clashes = [t for t in self.topics if collision_key(t) == collision_key(name)]
+        if clashes:
+            raise InvalidTopic(f"Topic '{name}' collides with existing topics: {', '.join(clashes)}")
+        if num_partitions < 1:
+            raise InvalidPartitions("Number of partitions must be larger than 0.")
+        overrides = {k: str(v).strip() for k, v in (configs or {}).items()}
+        config = LogConfig.from_properties(overrides, self.default_config)
+        topic = Topic(name, topic_id or uuid.uuid4(), config, overrides)
+        try:
+            for p in range(num_partitions):
+                topic.partitions.append(self._new_partition(topic, p))
+        except OSError as e:
+            for plog in topic.partitions:
+                plog.delete()
+            raise KafkaStorageError(f"creating topic {name} failed: {e}") from e
+        self.topics[name] = topic
+        return topic
+
+    def create_partitions(self, name: str, total_count: int) -> None:
+        """Grow a topic to ``total_count`` partitions (CreatePartitions; partitions never shrink)."""
+        topic = self._topic(name)
+        current = len(topic.partitions)
+        if total_count < current:
+            raise InvalidPartitions(f"Topic currently has {current} partitions, which is higher than the requested {total_count}.")
+        if total_count == current:
+            raise InvalidPartitions(f"Topic already has {current} partitions.")
+        for p in range(current, total_count):
+            topic.partitions.append(self._new_partition(topic, p))
+
+    def delete_topic(self, name: str) -> None:
+        """Remove a topic at once; its dirs are renamed ``<topic>-<p>.<uuidhex>-delete`` and removed later."""
+        topic = self._topic(name)
+        del self.topics[name]
+        now = self._clock()
+        for plog in topic.partitions:
+            plog.rename_dir(plog.dir.with_name(f"{plog.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"))
+            self._pending_deletes.append((now + plog.config.file_delete_delay_ms, plog))
+
+    def alter_config(self, name: str, overrides: Mapping[str, str]) -> None:
+        """Replace a topic's config overrides (AlterConfigs semantics) and apply them to its logs."""
+        topic = self._topic(name)
+        overrides = {k: str(v).strip() for k, v in overrides.items()}
+        config = LogConfig.from_properties(overrides, self.default_config)
+        for plog in topic.partitions:
+            _write_properties(plog.dir, overrides)
+            plog.config = config
+        topic.config, topic.overrides = config, overrides
+
+    def get_partition(self, topic: str, partition: int) -> PartitionLog:
+        """The log of one partition; UnknownTopicOrPartition if this broker has no such partition."""
+        t = self.topics.get(topic)
+        if t is None or not 0 <= partition < len(t.partitions):
+            raise UnknownTopicOrPartition(f"This server does not host this topic-partition: {topic}-{partition}")
+        return t.partitions[partition]
+
+    # -- periodic work -----------------------------------------------------------------------------------
+
+    def maintenance(self, now_ms: int | None = None) -> None:
+        """Retention, delayed file deletion, producer expiry and periodic checkpoints (cheap; call every few seconds)."""
+        now = self._clock() if now_ms is None else now_ms
+        for plog in self._all_logs():
+            plog.delete_old_segments(now)
+            plog.delete_pending_segments(now)
+            plog.expire_producers(now)
+        due = [plog for deadline, plog in self._pending_deletes if deadline <= now]
+        self._pending_deletes = [(d, p) for d, p in self._pending_deletes if d > now]
+        for plog in due:
+            plog.delete()
+        if now - self._last_checkpoint_ms >= CHECKPOINT_INTERVAL_MS:
+            self.checkpoint()
+
+    def flush_due(self, now_ms: int) -> list[PartitionLog]:
+        """Logs with unflushed data whose flush.ms has elapsed since their last flush (Kafka's flushDirtyLogs)."""
+        return [
+            plog
+            for plog in self._all_logs()
+            if plog.has_unflushed() and now_ms - plog.last_flush_ms >= plog.config.flush_ms
+        ]
+
+    # -- helpers -----------------------------------------------------------------------------------------
+
+    def _all_logs(self) -> Iterator[PartitionLog]:
+        for topic in self.topics.values():
+            yield from topic.partitions
+
+    def _topic(self, name: str) -> Topic:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartition(f"Topic '{name}' does not exist.")
+        return topic
+
+    def _topic_config(self, name: str, overrides: dict[str, str]) -> LogConfig:
+        """The effective config of a loaded topic; overrides that no longer validate are skipped, not fatal."""
+        try:
+            return LogConfig.from_properties(overrides, self.default_config)
+        except InvalidConfig:
+            config = self.default_config
+            for key, value in overrides.items():
+                try:
+                    config = LogConfig.from_properties({key: value}, config)
+                except InvalidConfig as e:
+                    log.warning("topic %s: ignoring stored config %s=%s: %s", name, key, value, e)
+            return config
+
+    def _least_loaded_dir(self, pending: list[PartitionLog]) -> Path:
+        """The log dir holding the fewest partitions (the first listed on a tie), seed 000."""
+        counts = dict.fromkeys(self.log_dirs, 0)
+        for plog in itertools.chain(self._all_logs(), pending):
+            counts[plog.dir.parent] += 1
+        return min(self.log_dirs, key=lambda d: counts[d])
+
+    def _new_partition(self, topic: Topic, partition: int) -> PartitionLog:
+        """Create one partition directory with its metadata files and an empty log."""
+        # A topic still being created is not in self.topics yet: count its first partitions too.
+        pending = [] if self.topics.get(topic.name) is topic else topic.partitions
+        log_dir = self._least_loaded_dir(pending)
+        path = log_dir / f"{topic.name}-{partition}"
+        if path.exists():
+            raise KafkaStorageError(f"{path} already exists")
+        path.mkdir()
+        _write_topic_id(path, topic.topic_id)
+        _write_properties(path, topic.overrides)
+        return PartitionLog(path, topic.name, partition, topic.config, clock_ms=self._clock)
+
+
+def _parse_partition_dir(name: str) -> tuple[str, int] | None:
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        return None
+    return topic, int(partition)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _write_topic_id(partition_dir: Path, topic_id: uuid.UUID) -> None:
+    _write_atomically(partition_dir / PARTITION_METADATA_FILE, f"version: 0\ntopic_id: {encode_topic_id(topic_id)}\n")
+
+
+def _read_topic_id(partition_dir: Path) -> uuid.UUID | None:
+    try:
+        fields = dict(
+            line.split(":", 1) for line in (partition_dir / PARTITION_METADATA_FILE).read_text().splitlines() if ":" in line
+        )
+        return decode_topic_id(fields["topic_id"].strip())
+    except (OSError, KeyError, ValueError):
+        log.warning("no readable %s in %s", PARTITION_METADATA_FILE, partition_dir)
+        return None
+
+
+def _write_properties(partition_dir: Path, props: Mapping[str, str]) -> None:
+    _write_atomically(partition_dir / TOPIC_PROPERTIES_FILE, "".join(f"{k}={v}\n" for k, v in sorted(props.items())))
+
+
+def _read_properties(partition_dir: Path) -> dict[str, str]:
+    try:
+        text = (partition_dir / TOPIC_PROPERTIES_FILE).read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    props = {}
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith(("#", "!")) and "=" in line:
+            key, value = line.split("=", 1)
+            props[key.strip()] = value.strip()
+    return props

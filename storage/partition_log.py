@@ -1,0 +1,546 @@
+"""One topic-partition's log: segments, offsets, idempotent-producer state, reads and recovery (Kafka's UnifiedLog).
+
+Threading: every method runs on the event-loop thread except `flush`, which a worker thread may
+run concurrently. The segment list is an immutable tuple replaced on roll and delete
+(copy-on-write, seed 001), so `flush` and reads work on a consistent snapshot without locks;
+`flush` only fsyncs descriptors of that snapshot and then sets one int (the recovery point).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from storage.config import LogConfig
+from storage.errors import (
+    CorruptRecord,
+    InvalidRecord,
+    InvalidTimestamp,
+    KafkaStorageError,
+    OffsetOutOfRange,
+    RecordBatchTooLarge,
+    RecordTooLarge,
+)
+from storage.producer_state import BatchMetadata, ProducerStateManager
+from storage.segment import DELETED_SUFFIX, LOG_SUFFIX, BatchEntry, LogSegment
+from wire.batch import (
+    NO_PRODUCER_ID,
+    CorruptBatch,
+    compute_crc,
+    patch_base_offset,
+    patch_leader_epoch,
+    patch_log_append_time,
+    validate_batch,
+)
+
+NO_TIMESTAMP = -1
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """Where an append landed: what a ProduceResponse partition entry reports."""
+
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """A contiguous slice of one segment file holding whole batches, ready for os.sendfile."""
+
+    fd: int
+    position: int
+    size: int
+    high_watermark: int
+    log_start_offset: int
+
+
+class PartitionLog:
+    """The log of one topic-partition in its own directory ``<topic>-<partition>``."""
+
+    def __init__(
+        self,
+        directory: Path,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        clean_shutdown: bool = False,
+        clock_ms: Callable[[], int] | None = None,
+    ) -> None:
+        self.dir = Path(directory)
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self._clock = clock_ms or _wall_clock_ms
+        self._producers = ProducerStateManager(self.dir)
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._dir_dirty = False
+        self._closed = False
+        self._segments: tuple[LogSegment, ...] = ()
+        self._bases: tuple[int, ...] = ()
+        self._load(recovery_point, log_start_offset, clean_shutdown)
+
+    # -- offsets ---------------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended record gets."""
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """Single replica: everything appended is committed."""
+        return self._log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Every offset below this is fsynced (clamped: a concurrent flush may race a truncation)."""
+        return min(self._recovery_point, self._log_end_offset)
+
+    @property
+    def last_flush_ms(self) -> int:
+        return self._last_flush_ms
+
+    @property
+    def size_bytes(self) -> int:
+        """Total bytes of all live segments."""
+        return sum(s.size for s in self._segments)
+
+    @property
+    def segment_base_offsets(self) -> tuple[int, ...]:
+        return self._bases
+
+    # -- loading and recovery ----------------------------------------------------------------------
+
+    def _load(self, recovery_point: int, log_start_offset: int, clean_shutdown: bool) -> None:
+        """Open the segments, recover what may be torn, and rebuild producer state (Kafka's LogLoader)."""
+        now = self._clock()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        bases = []
+        for name in os.listdir(self.dir):
+            if name.endswith((DELETED_SUFFIX, ".tmp")):
+                # Leftovers of an unfinished delete or write: Kafka removes them at load too.
+                (self.dir / name).unlink(missing_ok=True)
+            elif name.endswith(LOG_SUFFIX) and name[: -len(LOG_SUFFIX)].isdigit():
+                bases.append(int(name[: -len(LOG_SUFFIX)]))
+        bases.sort()
+        segments: list[LogSegment] = []
+        try:
+            for base in bases:
+                segments.append(LogSegment(self.dir, base, self.config, created_ms=now))
+            # Without a clean shutdown, everything from the segment holding the recovery point on is suspect.
+            first_unflushed = len(segments) if clean_shutdown else max(0, bisect_right(bases, recovery_point) - 1)
+            for i, seg in enumerate(segments):
+                if i < first_unflushed and seg.load_indexes() and seg.load_tail():
+                    continue
+                truncated = seg.recover()
+                if truncated and i >= first_unflushed:
+                    # Kafka's LogLoader.recoverLog: an invalid batch ends the log; later segments go.
+                    for later in segments[i + 1 :]:
+                        later.delete_files()
+                    del segments[i + 1 :]
+                    break
+            if not segments:
+                segments.append(LogSegment(self.dir, log_start_offset, self.config, created_ms=now))
+        except BaseException:
+            for seg in segments:
+                seg.close()
+            raise
+        self._set_segments(tuple(segments))
+        self._log_end_offset = segments[-1].end_offset
+        self._log_start_offset = min(max(log_start_offset, segments[0].base_offset), self._log_end_offset)
+        self._recovery_point = self._log_end_offset if clean_shutdown else min(recovery_point, self._log_end_offset)
+        self._last_flush_ms = now
+        self._rebuild_producer_state()
+
+    def _rebuild_producer_state(self) -> None:
+        """Newest snapshot at or below the log end, then the batch headers after it (no record is read)."""
+        start = self._producers.load_snapshot(self._log_end_offset)
+        if start is None:
+            start = self._log_start_offset
+        for seg in self._segments:
+            if seg.end_offset <= start:
+                continue
+            for _, header in seg.iter_headers(seg.offset_index.lookup(start)):
+                if header.base_offset < start or header.producer_id == NO_PRODUCER_ID:
+                    continue
+                if header.base_sequence >= 0:
+                    meta = BatchMetadata(
+                        header.base_sequence, header.last_sequence, header.base_offset, header.last_offset,
+                        header.max_timestamp,
+                    )
+                    self._producers.update(header.producer_id, header.producer_epoch, meta)
+                elif header.is_control:
+                    self._producers.update(header.producer_id, header.producer_epoch, None)
+
+    def _set_segments(self, segments: tuple[LogSegment, ...]) -> None:
+        self._segments = segments
+        self._bases = tuple(s.base_offset for s in segments)
+
+    # -- appending -----------------------------------------------------------------------------------
+
+    def append(self, buf: bytearray | memoryview, *, now_ms: int, leader_epoch: int = 0) -> AppendResult:
+        """Validate, assign offsets in place and write the batches a producer sent (O(batches)).
+
+        Checks follow Kafka's UnifiedLog.analyzeAndValidateRecords and LogValidator, per batch
+        only: structure and magic, baseOffset 0, size against max.message.bytes, CRC-32C,
+        record count vs offset delta, no control batches, producer sequences present, and
+        CreateTime timestamps within message.timestamp.before/after.max.ms (checked on the batch's
+        baseTimestamp and maxTimestamp rather than every record). Then idempotent-producer checks;
+        a duplicate writes nothing and returns the original offsets.
+        """
+        if self._closed:
+            raise KafkaStorageError(f"log {self.topic}-{self.partition} is closed")
+        view = memoryview(buf).cast("B")
+        if view.readonly:
+            raise TypeError("append patches offsets in place: pass a bytearray or writable memoryview")
+        total = len(view)
+        if total == 0:
+            raise InvalidRecord("Produce request contained no record batch")
+        cfg = self.config
+        if total > cfg.segment_bytes:
+            raise RecordBatchTooLarge(
+                f"Message batch size is {total} bytes in append to partition {self.topic}-{self.partition} "
+                f"which exceeds the maximum configured segment size of {cfg.segment_bytes}."
+            )
+        headers = []
+        idempotent = []
+        pos = 0
+        while pos < total:
+            try:
+                header = validate_batch(view, pos, check_crc=False)
+            except CorruptBatch as e:
+                raise CorruptRecord(str(e)) from None
+            if header.base_offset != 0:
+                raise InvalidRecord(f"The baseOffset of the record batch should be 0, but it is {header.base_offset}")
+            if header.size > cfg.max_message_bytes:
+                raise RecordTooLarge(
+                    f"The batch of {header.size} bytes is larger than max.message.bytes={cfg.max_message_bytes}"
+                )
+            if compute_crc(view, pos, header.size) != header.crc:
+                raise CorruptRecord("Record batch is corrupt (CRC-32C mismatch)")
+            if header.records_count <= 0 or header.records_count != header.last_offset_delta + 1:
+                raise InvalidRecord("Inconsistent batch offset range or record count")
+            if header.is_control:
+                raise InvalidRecord("Clients are not allowed to write control records")
+            if header.producer_id != NO_PRODUCER_ID:
+                if header.base_sequence < 0:
+                    raise InvalidRecord("Invalid sequence number")
+                idempotent.append(
+                    (header.producer_id, header.producer_epoch, header.base_sequence, header.last_sequence)
+                )
+            if not cfg.log_append_time:
+                self._check_timestamps(header.base_timestamp, header.max_timestamp, now_ms)
+            headers.append((pos, header))
+            pos += header.size
+
+        if idempotent:
+            duplicate = self._producers.check(idempotent)
+            if duplicate is not None:
+                # Kafka answers a retried batch with its original offsets and writes nothing.
+                return AppendResult(
+                    duplicate.first_offset,
+                    duplicate.last_offset,
+                    duplicate.timestamp if cfg.log_append_time else NO_TIMESTAMP,
+                    self._log_start_offset,
+                    duplicate=True,
+                )
+
+        next_offset = self._log_end_offset
+        last_offset = next_offset + sum(h.last_offset_delta + 1 for _, h in headers) - 1
+        max_ts = now_ms if cfg.log_append_time else max(h.max_timestamp for _, h in headers)
+        segment = self._segments[-1]
+        if segment.should_roll(total, max_ts, last_offset, now_ms, cfg):
+            segment = self._roll(now_ms)
+
+        entries: list[BatchEntry] = []
+        first_offset = next_offset
+        for pos, header in headers:
+            patch_base_offset(view, pos, next_offset)
+            patch_leader_epoch(view, pos, leader_epoch)
+            batch_max_ts = header.max_timestamp
+            if cfg.log_append_time:
+                patch_log_append_time(view, pos, header.size, now_ms)
+                batch_max_ts = now_ms
+            batch_last = next_offset + header.last_offset_delta
+            entries.append((pos, header.size, batch_last, batch_max_ts))
+            next_offset = batch_last + 1
+        try:
+            segment.append(view, entries)
+        except OSError as e:
+            raise KafkaStorageError(f"write to {segment.log_path} failed: {e}") from e
+        self._log_end_offset = next_offset
+
+        for (_, header), (_, _, batch_last, batch_max_ts) in zip(headers, entries, strict=True):
+            if header.producer_id != NO_PRODUCER_ID:
+                meta = BatchMetadata(
+                    header.base_sequence, header.last_sequence, batch_last - header.last_offset_delta, batch_last,
+                    batch_max_ts,
+                )
+                self._producers.update(header.producer_id, header.producer_epoch, meta)
+
+        if self._log_end_offset - self._recovery_point >= cfg.flush_messages:
+            self.flush()  # flush.messages: synchronous by definition
+        return AppendResult(
+            first_offset,
+            next_offset - 1,
+            now_ms if cfg.log_append_time else NO_TIMESTAMP,
+            self._log_start_offset,
+        )
+
+    def _check_timestamps(self, base_timestamp: int, max_timestamp: int, now_ms: int) -> None:
+        """Kafka's LogValidator.validateTimestamp (KIP-937), at batch granularity."""
+        cfg = self.config
+        if max_timestamp != NO_TIMESTAMP and max_timestamp - now_ms > cfg.message_timestamp_after_max_ms:
+            raise InvalidTimestamp(
+                f"Timestamp {max_timestamp} of message is out of range. The timestamp should be within "
+                f"[{now_ms - cfg.message_timestamp_before_max_ms}, {now_ms + cfg.message_timestamp_after_max_ms}]"
+            )
+        if base_timestamp != NO_TIMESTAMP and now_ms - base_timestamp > cfg.message_timestamp_before_max_ms:
+            raise InvalidTimestamp(
+                f"Timestamp {base_timestamp} of message is out of range. The timestamp should be within "
+                f"[{now_ms - cfg.message_timestamp_before_max_ms}, {now_ms + cfg.message_timestamp_after_max_ms}]"
+            )
+
+    def _roll(self, now_ms: int) -> LogSegment:
+        """Start a new active segment at the log end offset and snapshot producer state there."""
+        active = self._segments[-1]
+        active.on_become_inactive()
+        segment = LogSegment(self.dir, self._log_end_offset, self.config, created_ms=now_ms)
+        if segment.size:
+            # A stray file with this name cannot hold live data (its offsets are not in the log).
+            segment.offset_index.reset()
+            segment.time_index.reset()
+            os.ftruncate(segment.fd, 0)
+            segment.size = 0
+        self._set_segments(self._segments + (segment,))
+        self._dir_dirty = True
+        self._producers.write_snapshot(self._log_end_offset, sync=False)
+        return segment
+
+    # -- reading -------------------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> ReadResult:
+        """Whole batches from the one containing ``offset``, at most ``max_bytes`` (at least one if ``min_one``).
+
+        The slice lies in one segment; a read that reaches a segment's end stops there and the
+        client fetches again from the next offset. ``offset == log_end_offset`` reads nothing.
+        """
+        segments, bases = self._segments, self._bases
+        end_offset, start_offset = self._log_end_offset, self._log_start_offset
+        if offset < start_offset or offset > end_offset:
+            raise OffsetOutOfRange(
+                f"Offset {offset} is out of range for partition {self.topic}-{self.partition}: "
+                f"log start offset {start_offset}, log end offset {end_offset}"
+            )
+        if offset < end_offset:
+            for seg in segments[max(0, bisect_right(bases, offset) - 1) :]:
+                found = seg.read(offset, max_bytes, min_one)
+                if found is not None:
+                    return ReadResult(seg.fd, found[0], found[1], end_offset, start_offset)
+        active = segments[-1]
+        return ReadResult(active.fd, active.size, 0, end_offset, start_offset)
+
+    def read_bytes(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
+        """The bytes `read` would send (os.pread of the same slice)."""
+        result = self.read(offset, max_bytes, min_one=min_one)
+        return os.pread(result.fd, result.size, result.position) if result.size else b""
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= ``timestamp_ms`` (ListOffsets by time).
+
+        Like Kafka's UnifiedLog.fetchOffsetByTimestamp: the first segment whose largest timestamp
+        reaches the target, the time index to skip ahead inside it, batch headers (maxTimestamp)
+        to find the batch, and only that batch's records are decoded. None if no record qualifies.
+        """
+        start_offset = self._log_start_offset
+        for seg in self._segments:
+            if seg.max_timestamp < timestamp_ms:
+                continue
+            begin = max(seg.time_index.offset_before(timestamp_ms), start_offset)
+            for pos, header in seg.iter_headers(seg.offset_index.lookup(begin)):
+                if header.max_timestamp >= timestamp_ms and header.last_offset >= start_offset:
+                    found = self._first_record_at_or_after(seg, pos, header.size, timestamp_ms, start_offset)
+                    if found is not None:
+                        return found
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record carrying the largest timestamp (ListOffsets MAX_TIMESTAMP, KIP-734)."""
+        best = None
+        for seg in self._segments:
+            if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best.max_timestamp):
+                best = seg
+        if best is None:
+            return None
+        found = best.find_batch(best.offset_of_max_timestamp)
+        if found is not None:
+            result = self._first_record_at_or_after(best, found[0], found[1], best.max_timestamp, self._log_start_offset)
+            if result is not None:
+                return result
+        return best.offset_of_max_timestamp, best.max_timestamp
+
+    @staticmethod
+    def _first_record_at_or_after(
+        seg: LogSegment, position: int, size: int, timestamp_ms: int, min_offset: int
+    ) -> tuple[int, int] | None:
+        from wire.records import decode_batch  # the record codec; only this cold path decodes records
+
+        batch = decode_batch(seg.read_bytes(position, size))
+        for record in batch.records:
+            if record.timestamp >= timestamp_ms and record.offset >= min_offset:
+                return record.offset, record.timestamp
+        return None
+
+    # -- durability ----------------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """fsync everything appended so far and advance the recovery point (safe from a worker thread)."""
+        segments = self._segments
+        target = self._log_end_offset
+        recovery_point = self._recovery_point
+        for seg in segments:
+            if (seg.end_offset > recovery_point or seg is segments[-1]) and seg.fd >= 0:
+                seg.flush()
+        if self._dir_dirty:
+            self._dir_dirty = False
+            fd = os.open(self.dir, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self._recovery_point = max(recovery_point, target)
+        self._last_flush_ms = self._clock()
+
+    def has_unflushed(self) -> bool:
+        return self._log_end_offset > self._recovery_point
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch whose last offset is >= ``offset`` (whole batches, as Kafka's truncateTo)."""
+        if offset >= self._log_end_offset:
+            return
+        now = self._clock()
+        if offset <= self._segments[0].base_offset or offset < self._log_start_offset:
+            # Kafka's truncateFullyAndStartAt: nothing below the target survives.
+            for seg in self._segments:
+                self._schedule_delete(seg, now)
+            self._set_segments((LogSegment(self.dir, offset, self.config, created_ms=now),))
+            self._log_start_offset = offset
+            self._log_end_offset = offset
+        else:
+            keep = bisect_right(self._bases, offset - 1)
+            for seg in self._segments[keep:]:
+                self._schedule_delete(seg, now)
+            self._set_segments(self._segments[:keep])
+            self._segments[-1].truncate_to(offset)
+            self._log_end_offset = self._segments[-1].end_offset
+        self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
+        self._recovery_point = min(self._recovery_point, self._log_end_offset)
+        self._producers.delete_snapshots(above=self._log_end_offset)
+        self._rebuild_producer_state()
+
+    # -- retention and deletion ---------------------------------------------------------------------
+
+    def delete_old_segments(self, now_ms: int) -> int:
+        """Time then size retention, whole segments only, never the active one; returns how many went.
+
+        Time: a segment goes when now - its largest timestamp > retention.ms (seed 001; the file's
+        mtime when it has no timestamps, as Kafka). Size: oldest segments go while the log stays
+        at least retention.bytes large without them (Kafka's retentionSizeBreached rule).
+        """
+        cfg = self.config
+        if not cfg.delete_enabled:
+            return 0
+        segments = list(self._segments)
+        doomed: list[LogSegment] = []
+        if cfg.retention_ms >= 0:
+            while len(segments) > 1 and now_ms - _largest_timestamp(segments[0]) > cfg.retention_ms:
+                doomed.append(segments.pop(0))
+        if cfg.retention_bytes >= 0:
+            excess = sum(s.size for s in segments) - cfg.retention_bytes
+            while len(segments) > 1 and excess - segments[0].size >= 0:
+                excess -= segments[0].size
+                doomed.append(segments.pop(0))
+        if doomed:
+            self._set_segments(tuple(segments))
+            self._log_start_offset = max(self._log_start_offset, segments[0].base_offset)
+            for seg in doomed:
+                self._schedule_delete(seg, now_ms)
+            self._producers.delete_snapshots(below=segments[0].base_offset)
+        return len(doomed)
+
+    def _schedule_delete(self, seg: LogSegment, now_ms: int) -> None:
+        """Rename to ``.deleted`` now, unlink after file.delete.delay.ms (reads may still be sending it)."""
+        seg.rename_for_delete()
+        self._pending_deletes.append((now_ms + self.config.file_delete_delay_ms, seg))
+
+    def delete_pending_segments(self, now_ms: int) -> None:
+        """Unlink segments whose delete delay has passed."""
+        keep = []
+        for deadline, seg in self._pending_deletes:
+            if deadline <= now_ms:
+                seg.delete_files()
+            else:
+                keep.append((deadline, seg))
+        self._pending_deletes = keep
+
+    def expire_producers(self, now_ms: int) -> None:
+        """Drop idempotent producers idle longer than producer.id.expiration.ms."""
+        self._producers.expire(now_ms)
+
+    def close(self) -> None:
+        """Flush, snapshot producer state at the log end, close every file (idempotent)."""
+        if self._closed:
+            return
+        self._segments[-1].on_become_inactive()
+        self.flush()
+        self._producers.write_snapshot(self._log_end_offset, sync=True)
+        self._close_files()
+
+    def _close_files(self) -> None:
+        self._closed = True
+        for seg in self._segments:
+            seg.close()
+        for _, seg in self._pending_deletes:
+            seg.delete_files()
+        self._pending_deletes = []
+
+    def rename_dir(self, directory: Path) -> None:
+        """Move the partition directory (topic deletion); open descriptors keep working."""
+        os.replace(self.dir, directory)
+        self.dir = directory
+        self._producers.dir = directory
+        self._closed = True  # a log being deleted takes no more appends
+
+    def delete(self) -> None:
+        """Close every file and remove the partition directory."""
+        self._close_files()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _largest_timestamp(seg: LogSegment) -> int:
+    if seg.max_timestamp >= 0:
+        return seg.max_timestamp
+    try:
+        return int(os.stat(seg.log_path).st_mtime * 1000)
+    except OSError:
+        return 0

@@ -1,0 +1,217 @@
+"""Idempotent-producer state of one partition (Kafka's ProducerStateManager and ProducerAppendInfo).
+
+For every producer id it keeps the epoch and the metadata of its last five batches, which is
+what Kafka needs to answer a retried batch with its original offsets (duplicate) and to reject
+gaps (OutOfOrderSequence) and zombies (InvalidProducerEpoch). Work is per batch, never per
+record. Snapshots are written at every segment roll and at clean close so a restart only scans
+the batch headers after the newest snapshot.
+
+Snapshot file ``<offset %020d>.snapshot``: Kafka's layout idea (version int16, CRC-32C uint32 of
+the rest, then the entries) extended to keep all five cached batches per producer, so a retried
+batch is still recognised as a duplicate after a restart:
+
+    version int16 = 1 | crc uint32 | count int32 |
+    count x (producerId int64 | epoch int16 | lastTimestamp int64 | nBatches int8 |
+             nBatches x (firstSeq int32 | lastSeq int32 | firstOffset int64 | lastOffset int64 | timestamp int64))
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import crc32c
+
+from storage.errors import InvalidProducerEpoch, OutOfOrderSequence
+
+NUM_BATCHES_TO_RETAIN = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
+PRODUCER_ID_EXPIRATION_MS = 86400000  # Kafka's producer.id.expiration.ms default
+INT32_MAX = 2**31 - 1
+SNAPSHOT_SUFFIX = ".snapshot"
+
+_VERSION = 1
+_HEAD = struct.Struct(">hIi")
+_PRODUCER = struct.Struct(">qhqb")
+_BATCH = struct.Struct(">iiqqq")
+
+
+@dataclass(slots=True, frozen=True)
+class BatchMetadata:
+    """What is remembered of one appended batch of an idempotent producer."""
+
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int
+
+
+@dataclass(slots=True)
+class ProducerEntry:
+    """A producer's epoch and its last batches, oldest first."""
+
+    producer_id: int
+    epoch: int
+    last_timestamp: int = -1
+    batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+    def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        """The cached batch with exactly this epoch and sequence range (Kafka's findDuplicateBatch)."""
+        if epoch != self.epoch:
+            return None
+        for meta in self.batches:
+            if meta.first_seq == first_seq and meta.last_seq == last_seq:
+                return meta
+        return None
+
+
+def in_sequence(last_seq: int, next_seq: int) -> bool:
+    """Whether ``next_seq`` directly follows ``last_seq``, sequences wrapping at Int32.MAX_VALUE."""
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+
+
+class ProducerStateManager:
+    """Per-partition producer entries plus their snapshot files in the partition directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.producers: dict[int, ProducerEntry] = {}
+
+    def check(self, batches: list[tuple[int, int, int, int]]) -> BatchMetadata | None:
+        """Validate an append's idempotent batches ``(producerId, epoch, firstSeq, lastSeq)`` in order.
+
+        Returns the original metadata if one of them is a duplicate (Kafka then answers the
+        whole append with it and writes nothing); raises InvalidProducerEpoch or
+        OutOfOrderSequence with Kafka's rules (ProducerAppendInfo.checkProducerEpoch/checkSequence).
+        Batches of the same producer later in the same append see the earlier ones.
+        """
+        pending: dict[int, tuple[int, int]] = {}
+        for pid, epoch, first_seq, last_seq in batches:
+            entry = self.producers.get(pid)
+            if entry is not None and pid not in pending:
+                duplicate = entry.find_duplicate(epoch, first_seq, last_seq)
+                if duplicate is not None:
+                    return duplicate
+            known = pending.get(pid) or ((entry.epoch, entry.last_seq) if entry is not None else None)
+            if known is not None:
+                known_epoch, known_last = known
+                if epoch < known_epoch:
+                    raise InvalidProducerEpoch(
+                        f"Epoch of producer {pid} is {epoch}, which is smaller than the last seen epoch {known_epoch}"
+                    )
+                if epoch != known_epoch:
+                    if first_seq != 0:
+                        raise OutOfOrderSequence(
+                            f"Invalid sequence number for new epoch of producer {pid}: {epoch} (request epoch), "
+                            f"{first_seq} (seq. number), {known_epoch} (current producer epoch)"
+                        )
+                elif not in_sequence(known_last, first_seq):
+                    raise OutOfOrderSequence(
+                        f"Out of order sequence number for producer {pid}: {first_seq} (incoming seq. number), "
+                        f"{known_last} (current end sequence number)"
+                    )
+            # An unknown producer (e.g. its entries expired or were removed with old segments) may
+            # start at any sequence, as in Kafka.
+            pending[pid] = (epoch, last_seq)
+        return None
+
+    def update(self, pid: int, epoch: int, meta: BatchMetadata | None) -> None:
+        """Record an appended batch (or just an epoch, for a control batch without sequences)."""
+        entry = self.producers.get(pid)
+        if entry is None:
+            entry = self.producers[pid] = ProducerEntry(pid, epoch)
+        elif epoch != entry.epoch:
+            # Kafka's maybeUpdateProducerEpoch: a new epoch forgets the old epoch's batches.
+            entry.epoch = epoch
+            entry.batches.clear()
+        if meta is not None:
+            entry.batches.append(meta)
+            entry.last_timestamp = max(entry.last_timestamp, meta.timestamp)
+
+    def expire(self, now_ms: int, expiration_ms: int = PRODUCER_ID_EXPIRATION_MS) -> None:
+        """Forget producers silent for producer.id.expiration.ms (by their last batch timestamp, as Kafka)."""
+        expired = [pid for pid, e in self.producers.items() if now_ms - e.last_timestamp >= expiration_ms]
+        for pid in expired:
+            del self.producers[pid]
+
+    # -- snapshots -----------------------------------------------------------------------------
+
+    def snapshot_offsets(self) -> list[int]:
+        """Offsets of the snapshot files present, ascending."""
+        offsets = []
+        for name in os.listdir(self.dir):
+            if name.endswith(SNAPSHOT_SUFFIX) and name[: -len(SNAPSHOT_SUFFIX)].isdigit():
+                offsets.append(int(name[: -len(SNAPSHOT_SUFFIX)]))
+        return sorted(offsets)
+
+    def snapshot_path(self, offset: int) -> Path:
+        return self.dir / f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+    def write_snapshot(self, offset: int, *, sync: bool) -> None:
+        """Write the state as of ``offset`` (the log end offset) atomically: temp file, then rename."""
+        parts = []
+        for e in self.producers.values():
+            parts.append(_PRODUCER.pack(e.producer_id, e.epoch, e.last_timestamp, len(e.batches)))
+            parts.extend(_BATCH.pack(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp) for b in e.batches)
+        body = struct.pack(">i", len(self.producers)) + b"".join(parts)
+        data = struct.pack(">hI", _VERSION, crc32c.crc32c(body)) + body
+        path = self.snapshot_path(offset)
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    def load_snapshot(self, log_end_offset: int) -> int | None:
+        """Load the newest valid snapshot at or below ``log_end_offset``; return its offset.
+
+        Snapshots above the log end (taken before a crash lost their tail) and unreadable ones
+        are deleted, as Kafka's loadProducerState does.
+        """
+        self.producers = {}
+        for offset in reversed(self.snapshot_offsets()):
+            path = self.snapshot_path(offset)
+            if offset <= log_end_offset:
+                producers = _parse_snapshot(path.read_bytes())
+                if producers is not None:
+                    self.producers = producers
+                    return offset
+            path.unlink(missing_ok=True)
+        return None
+
+    def delete_snapshots(self, *, below: int | None = None, above: int | None = None) -> None:
+        """Remove snapshot files with offset < ``below`` (keeping the newest) or > ``above``."""
+        offsets = self.snapshot_offsets()
+        for offset in offsets:
+            if (below is not None and offset < below and offset != offsets[-1]) or (above is not None and offset > above):
+                self.snapshot_path(offset).unlink(missing_ok=True)
+
+
+def _parse_snapshot(data: bytes) -> dict[int, ProducerEntry] | None:
+    """Decode a snapshot file; None if its version, CRC or layout is wrong."""
+    try:
+        version, crc, count = _HEAD.unpack_from(data, 0)
+        if version != _VERSION or crc32c.crc32c(memoryview(data)[6:]) != crc:
+            return None
+        pos = _HEAD.size
+        producers: dict[int, ProducerEntry] = {}
+        for _ in range(count):
+            pid, epoch, last_ts, n = _PRODUCER.unpack_from(data, pos)
+            pos += _PRODUCER.size
+            entry = ProducerEntry(pid, epoch, last_ts)
+            for _ in range(n):
+                entry.batches.append(BatchMetadata(*_BATCH.unpack_from(data, pos)))
+                pos += _BATCH.size
+            producers[pid] = entry
+        return producers if pos == len(data) else None
+    except struct.error:
+        return None

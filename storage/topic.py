@@ -1,0 +1,57 @@
+"""A topic as storage knows it (name, id, config, partition logs) and Kafka's topic-name rules."""
+
+from __future__ import annotations
+
+import base64
+import re
+import uuid
+from dataclasses import dataclass, field
+
+from storage.config import LogConfig
+from storage.errors import InvalidTopic
+from storage.partition_log import PartitionLog
+
+MAX_NAME_LENGTH = 249  # Kafka's Topic.MAX_NAME_LENGTH
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+@dataclass(slots=True)
+class Topic:
+    """One topic's identity, effective config, explicit overrides and partition logs (index = partition)."""
+
+    name: str
+    topic_id: uuid.UUID
+    config: LogConfig
+    overrides: dict[str, str] = field(default_factory=dict)
+    partitions: list[PartitionLog] = field(default_factory=list)
+
+
+def validate_topic_name(name: str) -> None:
+    """Raise InvalidTopic with Kafka's message (org.apache.kafka.common.internals.Topic.validate)."""
+    if not name:
+        raise InvalidTopic("Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise InvalidTopic('Topic name cannot be "." or ".."')
+    if len(name) > MAX_NAME_LENGTH:
+        raise InvalidTopic(
+            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, topic name: {name}"
+        )
+    if not _LEGAL.fullmatch(name):
+        raise InvalidTopic(
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII alphanumerics, '
+            "'.', '_' and '-'"
+        )
+
+
+def collision_key(name: str) -> str:
+    """Names equal after '.' -> '_' collide in metric names; Kafka refuses the second one."""
+    return name.replace(".", "_")
+
+
+def encode_topic_id(topic_id: uuid.UUID) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes without padding."""
+    return base64.urlsafe_b64encode(topic_id.bytes).decode("ascii").rstrip("=")
+
+
+def decode_topic_id(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
