@@ -16,6 +16,7 @@ way the Java client's MemoryRecordsBuilder does, so its bytes equal a Java produ
 from __future__ import annotations
 
 import struct
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -420,3 +421,119 @@ def build_end_txn_marker(
         is_control=True,
         partition_leader_epoch=partition_leader_epoch,
     )
+
+
+# Legacy message sets (magic 0 and 1), Kafka's LegacyRecord and AbstractLegacyRecordBatch:
+#   offset int64 | size int32 | crc uint32 (CRC32 of magic..end) | magic int8 | attributes int8 |
+#   [timestamp int64, magic 1 only] | key bytes (int32 length, -1 null) | value bytes
+_LEGACY_HEAD = struct.Struct(">qiIbb")
+_LEGACY_TIMESTAMP = struct.Struct(">q")
+_LEGACY_LENGTH = struct.Struct(">i")
+_LEGACY_MIN_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0: crc, magic, attributes, key and value lengths
+
+
+def decode_legacy(
+    buf: bytes | bytearray | memoryview, *, verify_crc: bool = True, max_size: int = codecs.DEFAULT_MAX_SIZE
+) -> Iterator[Record]:
+    """Yield the records of a v0/v1 message set, unwrapping compressed wrapper messages.
+
+    Offsets are absolute (v1 inner offsets are relative to the wrapper's, which is the last inner
+    record's); v0 records have NO_TIMESTAMP; under a LogAppendTime v1 wrapper every inner record
+    takes the wrapper's timestamp. A trailing partial message is ignored, as Kafka does. To turn
+    an old producer's message set into a v2 batch, rebuild with NewRecord (producers' v0 offsets
+    are not meaningful) — for example ``build_batch([NewRecord(r.key, r.value, (), r.timestamp) ...])``.
+    """
+    data = bytes(buf)
+    for offset, magic, attributes, timestamp, key, value in _legacy_messages(data, verify_crc):
+        codec = attributes & COMPRESSION_MASK
+        if codec == codecs.NONE:
+            yield Record(offset, timestamp, key, value, ())
+        else:
+            yield from _legacy_inner(offset, magic, attributes, timestamp, value, verify_crc, max_size)
+
+
+def _legacy_inner(
+    wrapper_offset: int,
+    magic: int,
+    attributes: int,
+    wrapper_timestamp: int,
+    value: bytes | None,
+    verify_crc: bool,
+    max_size: int,
+) -> list[Record]:
+    """Records of one compressed wrapper message (AbstractLegacyRecordBatch.DeepRecordsIterator)."""
+    codec = attributes & COMPRESSION_MASK
+    if codec not in (codecs.GZIP, codecs.SNAPPY, codecs.LZ4):
+        raise CorruptBatch(f"invalid compression codec {codec} in a magic {magic} message")
+    if value is None:
+        raise CorruptBatch("compressed message set with a null value")
+    inner = list(_legacy_messages(codecs.decompress(codec, value, max_size), verify_crc))
+    if not inner:
+        raise CorruptBatch("compressed message set with no inner records")
+    base = None
+    if magic == 1:
+        last_inner = inner[-1][0]
+        if wrapper_offset == 0:
+            base = 0
+        elif wrapper_offset < last_inner:
+            raise CorruptBatch(f"wrapper offset {wrapper_offset} below the last inner offset {last_inner}")
+        else:
+            base = wrapper_offset - last_inner
+    append_time = wrapper_timestamp if magic == 1 and attributes & TIMESTAMP_TYPE_MASK else None
+    records = []
+    for offset, inner_magic, inner_attributes, timestamp, key, inner_value in inner:
+        if inner_magic != magic:
+            raise CorruptBatch(f"inner message magic {inner_magic} does not match wrapper magic {magic}")
+        if inner_attributes & COMPRESSION_MASK:
+            raise CorruptBatch("inner messages must not be compressed")
+        records.append(
+            Record(
+                offset if base is None else base + offset,
+                timestamp if append_time is None else append_time,
+                key,
+                inner_value,
+                (),
+            )
+        )
+    return records
+
+
+def _legacy_messages(data: bytes, verify_crc: bool) -> Iterator[tuple[int, int, int, int, bytes | None, bytes | None]]:
+    """(offset, magic, attributes, timestamp, key, value) per whole message in ``data``."""
+    pos, end = 0, len(data)
+    while end - pos >= LOG_OVERHEAD:
+        offset, size = struct.unpack_from(">qi", data, pos)
+        if size < _LEGACY_MIN_SIZE:
+            raise CorruptBatch(f"message size {size} smaller than the minimum record overhead")
+        if size > end - pos - LOG_OVERHEAD:
+            return  # partial trailing message
+        start, msg_end = pos + LOG_OVERHEAD, pos + LOG_OVERHEAD + size
+        pos = msg_end
+        _, _, crc, magic, attributes = _LEGACY_HEAD.unpack_from(data, start - LOG_OVERHEAD)
+        if magic not in (0, 1):
+            raise CorruptBatch(f"message magic {magic} in a legacy message set")
+        if verify_crc and zlib.crc32(data[start + 4 : msg_end]) != crc:
+            raise CorruptBatch(f"message CRC32 mismatch at offset {offset}")
+        field = start + 6
+        if magic == 1:
+            if msg_end - field < 16:
+                raise CorruptBatch("magic 1 message too short for its timestamp")
+            (timestamp,) = _LEGACY_TIMESTAMP.unpack_from(data, field)
+            field += 8
+        else:
+            timestamp = NO_TIMESTAMP
+        key, field = _legacy_bytes(data, field, msg_end)
+        value, field = _legacy_bytes(data, field, msg_end)
+        yield offset, magic, attributes, timestamp, key, value
+
+
+def _legacy_bytes(data: bytes, pos: int, msg_end: int) -> tuple[bytes | None, int]:
+    if msg_end - pos < 4:
+        raise CorruptBatch("message ends inside a length field")
+    (length,) = _LEGACY_LENGTH.unpack_from(data, pos)
+    pos += 4
+    if length < 0:
+        return None, pos
+    if length > msg_end - pos:
+        raise CorruptBatch(f"message field of {length} bytes runs past the message")
+    return data[pos : pos + length], pos + length

@@ -1,11 +1,12 @@
 """Our record batches against Apache Kafka's own Java client (kafka-clients 3.9.1).
 
 JAVA_BATCHES below were written by Kafka's MemoryRecordsBuilder, MemoryRecords.withEndTransactionMarker
-and DefaultRecordBatch.writeEmptyHeader (JAVA_SOURCE, run as ``JavaRecords write``). CASES holds the
+and DefaultRecordBatch.writeEmptyHeader (JAVA_SOURCE). CASES holds the
 same inputs for build_batch: our bytes must equal Java's for every codec but snappy (see
 wire/compression.py), and we must decode Java's bytes to the records that went in. When java and the
 kafka-clients jars are present (compat_tests/matrix/java/lib, or $LOGWAY_KAFKA_JARS) the live tests
-rerun the Java side: it must still write these bytes and must read every batch we build.
+run JAVA_SOURCE (one JVM, source-file mode): it must still write these bytes and must read every batch
+we build to the same records we decode.
 """
 
 from __future__ import annotations
@@ -19,7 +20,16 @@ import pytest
 
 from wire import compression
 from wire.batch import parse_header
-from wire.records import ControlType, Header, NewRecord, Record, build_batch, build_end_txn_marker, decode_batch
+from wire.records import (
+    ControlType,
+    Header,
+    NewRecord,
+    Record,
+    build_batch,
+    build_end_txn_marker,
+    decode_batch,
+    decode_legacy,
+)
 
 TS = 1_700_000_000_000
 JAR_DIR = Path(
@@ -159,59 +169,76 @@ def test_end_txn_marker_equals_javas(name: str, control: ControlType, kwargs: di
     assert decoded.header.is_control and decoded.header.is_transactional
 
 
+LEGACY = {
+    f"legacy_v{magic}_{codec}": [
+        Record(100 + i, -1 if magic == 0 else TS + i * 3, None if i == 0 else b"lk%d" % i, b"legacy-%d" % i * 5)
+        for i in range(4)
+    ]
+    for magic, codec in [(0, "none"), (0, "gzip"), (0, "snappy"), (1, "none"), (1, "gzip"), (1, "snappy"), (1, "lz4")]
+}
+LEGACY["legacy_v1_append_time"] = [Record(7 + i, TS + 9999, None, b"a%d" % i) for i in range(3)]
+
+
+@pytest.mark.parametrize("name", sorted(LEGACY))
+def test_decode_legacy_reads_java_message_sets(name: str) -> None:
+    # v1 compressed sets carry relative inner offsets under the wrapper's absolute last offset.
+    assert list(decode_legacy(_java(name))) == LEGACY[name]
+
+
 def _java_available() -> bool:
-    return bool(shutil.which("java") and shutil.which("javac")) and all((JAR_DIR / jar).is_file() for jar in JARS)
+    return bool(shutil.which("java")) and all((JAR_DIR / jar).is_file() for jar in JARS)
+
+
+def _ours_for_java() -> dict[str, bytes]:
+    ours = {name: _ours(name) for name in CASES}
+    ours["marker"] = build_end_txn_marker(
+        ControlType.COMMIT, producer_id=1, producer_epoch=0, coordinator_epoch=3, timestamp=TS
+    )
+    return ours
 
 
 @pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory):
-    """Compile JAVA_SOURCE; return a function running it with a mode and stdin."""
+def java_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, bytes], list[str]]:
+    """Run JAVA_SOURCE once (one JVM): the batches Java writes, and its reading of the batches we build."""
     if not _java_available():
-        pytest.skip(f"java/javac or the kafka-clients jars in {JAR_DIR} are missing")
-    workdir = tmp_path_factory.mktemp("java")
-    (workdir / "JavaRecords.java").write_text(JAVA_SOURCE)
-    classpath = os.pathsep.join([str(workdir)] + [str(JAR_DIR / jar) for jar in JARS])
-    subprocess.run(
-        ["javac", "-cp", classpath, "-d", str(workdir), str(workdir / "JavaRecords.java")],
+        pytest.skip(f"java or the kafka-clients jars in {JAR_DIR} are missing")
+    source = tmp_path_factory.mktemp("java") / "JavaRecords.java"
+    source.write_text(JAVA_SOURCE)
+    done = subprocess.run(
+        ["java", "-cp", os.pathsep.join(str(JAR_DIR / jar) for jar in JARS), str(source)],
+        input="".join(f"{name} {raw.hex()}\n" for name, raw in _ours_for_java().items()),
         check=True,
         capture_output=True,
+        text=True,
         timeout=120,
     )
-
-    def run(mode: str, stdin: str = "") -> list[str]:
-        done = subprocess.run(
-            ["java", "-cp", classpath, "JavaRecords", mode],
-            input=stdin,
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        return done.stdout.splitlines()
-
-    return run
-
-
-def test_java_still_writes_the_recorded_batches(java) -> None:
-    written = dict(line.split(" ") for line in java("write"))
-    for name, hex_batch in written.items():
-        if name in JAVA_BATCHES:
-            assert bytes.fromhex(hex_batch) == _java(name), name
+    written, read = {}, []
+    for line in done.stdout.splitlines():
+        if line.startswith("written "):
+            _, name, hex_batch = line.split(" ")
+            written[name] = bytes.fromhex(hex_batch)
         else:
-            assert bytes.fromhex(hex_batch) == _ours(name), name
+            read.append(line)
+    return written, read
 
 
-def _describe(batch_hex_by_name: dict[str, bytes]) -> list[str]:
-    """Our decoding in the line format JavaRecords read prints."""
+def test_java_still_writes_the_recorded_batches(java_run) -> None:
+    written, _ = java_run
+    assert sorted(written) == sorted(set(JAVA_BATCHES) | {"big_none"})
+    for name, raw in written.items():
+        assert raw == (_java(name) if name in JAVA_BATCHES else _ours(name)), name
+
+
+def _describe(batches: dict[str, bytes]) -> list[str]:
+    """Our decoding in the line format JavaRecords.read prints."""
     lines = []
-    for name, raw in batch_hex_by_name.items():
+    for name, raw in batches.items():
         decoded = decode_batch(raw)
         h = decoded.header
-        count = h.records_count
         lines.append(
             f"{name} batch {h.base_offset} {h.last_offset} {h.partition_leader_epoch} {h.compression} "
             f"{int(h.log_append_time)} {str(h.is_transactional).lower()} {str(h.is_control).lower()} "
-            f"{h.max_timestamp} {h.producer_id} {h.producer_epoch} {h.base_sequence} {count}"
+            f"{h.max_timestamp} {h.producer_id} {h.producer_epoch} {h.base_sequence} {h.records_count}"
         )
         for r in decoded.records:
             parts = [name, "record", str(r.offset), str(r.timestamp), _hex(r.key), _hex(r.value)]
@@ -224,13 +251,9 @@ def _hex(blob: bytes | None) -> str:
     return "null" if blob is None else "x" + blob.hex()
 
 
-def test_java_reads_every_batch_we_build(java) -> None:
-    ours = {name: _ours(name) for name in CASES}
-    ours["marker"] = build_end_txn_marker(
-        ControlType.COMMIT, producer_id=1, producer_epoch=0, coordinator_epoch=3, timestamp=TS
-    )
-    java_lines = java("read", "".join(f"{name} {raw.hex()}\n" for name, raw in ours.items()))
-    assert java_lines == _describe(ours)
+def test_java_reads_every_batch_we_build(java_run) -> None:
+    _, read = java_run
+    assert read == _describe(_ours_for_java())
 
 
 JAVA_SOURCE = r"""
@@ -243,7 +266,7 @@ import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.record.*;
 
-/** Writes reference batches with Kafka's MemoryRecordsBuilder ("write") or decodes batches from stdin ("read"). */
+/** Writes reference batches with Kafka's MemoryRecordsBuilder, then decodes the batches given on stdin. */
 public class JavaRecords {
     static String hex(ByteBuffer b) {
         if (b == null) return "null";
@@ -259,10 +282,11 @@ public class JavaRecords {
             Compression.of(codec).build(), tt, baseOffset, appendTime, pid, epoch, seq, txn, false, ple);
     }
 
-    static void emit(String name, ByteBuffer buf) { System.out.println(name + " " + hex(buf).substring(1)); }
+    static void emit(String name, ByteBuffer buf) { System.out.println("written " + name + " " + hex(buf).substring(1)); }
 
     public static void main(String[] args) throws Exception {
-        if (args[0].equals("write")) write(); else read();
+        write();
+        read();
     }
 
     static void write() {
@@ -298,6 +322,21 @@ public class JavaRecords {
             new EndTransactionMarker(ControlRecordType.COMMIT, 11)).buffer());
         emit("end_txn_abort", MemoryRecords.withEndTransactionMarker(0L, 1700000000000L, -1, 4242L, (short) 8,
             new EndTransactionMarker(ControlRecordType.ABORT, 0)).buffer());
+        String[][] legacy = {{"0", "none"}, {"0", "gzip"}, {"0", "snappy"}, {"1", "none"}, {"1", "gzip"},
+            {"1", "snappy"}, {"1", "lz4"}};
+        for (String[] l : legacy) {
+            b = MemoryRecords.builder(ByteBuffer.allocate(1 << 16), Byte.parseByte(l[0]), Compression.of(l[1]).build(),
+                TimestampType.CREATE_TIME, 100L);
+            for (int i = 0; i < 4; i++)
+                b.appendWithOffset(100L + i, 1700000000000L + i * 3, i == 0 ? null : ("lk" + i).getBytes(StandardCharsets.UTF_8),
+                    ("legacy-" + i).repeat(5).getBytes(StandardCharsets.UTF_8));
+            emit("legacy_v" + l[0] + "_" + l[1], b.build().buffer());
+        }
+        b = MemoryRecords.builder(ByteBuffer.allocate(1 << 16), (byte) 1, Compression.gzip().build(),
+            TimestampType.LOG_APPEND_TIME, 7L, 1700000009999L);
+        for (int i = 0; i < 3; i++)
+            b.appendWithOffset(7L + i, 1700000000000L + i, (byte[]) null, ("a" + i).getBytes(StandardCharsets.UTF_8));
+        emit("legacy_v1_append_time", b.build().buffer());
         ByteBuffer empty = ByteBuffer.allocate(DefaultRecordBatch.RECORD_BATCH_OVERHEAD);
         DefaultRecordBatch.writeEmptyHeader(empty, RecordBatch.MAGIC_VALUE_V2, 4242L, (short) 7, 100, 2000L, 2009L, 5,
             TimestampType.CREATE_TIME, 1700000000777L, true, false);
@@ -658,6 +697,57 @@ JAVA_BATCHES = {
     "end_txn_abort": (
         "000000000000000000000042ffffffff02314dac150030000000000000018bcfe568000000018bcfe5680000000000000010"
         "920008ffffffff000000012000000008000000000c00000000000000"
+    ),
+    "legacy_v0_none": (
+        "00000000000000640000003607e76e810000ffffffff000000286c65676163792d306c65676163792d306c65676163792d30"
+        "6c65676163792d306c65676163792d300000000000000065000000398bb304fe0000000000036c6b31000000286c65676163"
+        "792d316c65676163792d316c65676163792d316c65676163792d316c65676163792d31000000000000006600000039299c4b"
+        "d60000000000036c6b32000000286c65676163792d326c65676163792d326c65676163792d326c65676163792d326c656761"
+        "63792d32000000000000006700000039fea98cf10000000000036c6b33000000286c65676163792d336c65676163792d336c"
+        "65676163792d336c65676163792d336c65676163792d33"
+    ),
+    "legacy_v0_gzip": (
+        "000000000000006700000077f09969a00001ffffffff000000691f8b08000000000000ff63600083142036637f9ed7c8c0f0"
+        "1f08803c8d9cd4f4c4e44a5d034234c400865420b6ecdeccf20fcc63cec9364432c490100d35240d6488e61cef6b30438c90"
+        "0c312244430d490719f26f65cf479821c648861813a20155a8511011010000"
+    ),
+    "legacy_v0_snappy": (
+        "0000000000000067000000a2b9b3f2b30002ffffffff0000009482534e415050590000000001000000010000008091020000"
+        "090168640000003607e76e810000ffffffff000000286c65676163792d307e0800000009012065000000398bb304fe050f10"
+        "036c6b3100194500310d4562080000000901006601450c299c4bd6050f10036c6b3200194500320d45620800000009010067"
+        "01450cfea98cf1050f10036c6b3300194500330d45620800"
+    ),
+    "legacy_v1_none": (
+        "00000000000000640000003e09e8a2a301000000018bcfe56800ffffffff000000286c65676163792d306c65676163792d30"
+        "6c65676163792d306c65676163792d306c65676163792d30000000000000006500000041fddf17ba01000000018bcfe56803"
+        "000000036c6b31000000286c65676163792d316c65676163792d316c65676163792d316c65676163792d316c65676163792d"
+        "310000000000000066000000414a7e52ea01000000018bcfe56806000000036c6b32000000286c65676163792d326c656761"
+        "63792d326c65676163792d326c65676163792d326c65676163792d32000000000000006700000041a3d98b4501000000018b"
+        "cfe56809000000036c6b33000000286c65676163792d336c65676163792d336c65676163792d336c65676163792d336c6567"
+        "6163792d33"
+    ),
+    "legacy_v1_gzip": (
+        "00000000000000670000008c9b687f5501010000018bcfe56809ffffffff000000761f8b08000000000000ff636080033bce"
+        "178b163302198cdde79f6630fc070220472327353d31b952d780100d35056480e3dffbe2bbe026310319cc39d98648861912"
+        "a2a18631810cf3aa0b7a05378c0d6298119261468468a8612077382ebed9ed0a378c136298319261c6846800dbab7e0d3101"
+        "0000"
+    ),
+    "legacy_v1_snappy": (
+        "0000000000000067000000b40d55dc4201020000018bcfe56809ffffffff0000009e82534e41505059000000000100000001"
+        "0000008ab10200001901783e09e8a2a301000000018bcfe56800ffffffff000000286c65676163792d307e08000000090101"
+        "411041fddf17ba0109054a2003000000036c6b3100194d00310d4d620800000009012002000000414a7e52ea154d0006094d"
+        "043200194d00320d4d6208000000090101881041a3d98b45154d0009094d043300194d00330d4d620800"
+    ),
+    "legacy_v1_lz4": (
+        "0000000000000067000000b4d13c98be01030000018bcfe56809ffffffff0000009e04224d186040828f00000016000100ff"
+        "103e09e8a2a301000000018bcfe56800ffffffff000000286c65676163792d3008000d0349000041005041fddf17ba090001"
+        "4a008703000000036c6b314d0013314d000f080006034d009502000000414a7e52ea4d0012064d0017324d0013324d000f08"
+        "0006034d000088005541a3d98b454d0012094d0017334d0013334d000f080001506163792d3300000000"
+    ),
+    "legacy_v1_append_time": (
+        "00000000000000090000005dc8fb5d4901090000018bcfe58f0fffffffff000000471f8b08000000000000ff63608003897d"
+        "addbef3372303030769f7fdacfff1f0880a24c8906507946909a934ded9e58d41842d53081d404745ffb8c458d1100e204ae"
+        "9d6c000000"
     ),
     "empty": (
         "00000000000007d0000000310000000502067993a4001000000009ffffffffffffffff0000018bcfe56b0900000000000010"
