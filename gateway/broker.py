@@ -14,10 +14,11 @@ from collections import defaultdict
 from pathlib import Path
 
 import trio
+
+from coordinator.producer_ids import ProducerIdManager
+from gateway.config import ServerConfig, parse_properties
 from storage.log_manager import LogManager
 from storage.partition_log import PartitionLog
-
-from gateway.config import ServerConfig, parse_properties
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ class Broker:
     def open(self) -> None:
         self.cluster_id = self._load_cluster_id()
         self.logs.open()
+        self.producer_ids = ProducerIdManager(Path(self.config.log_dirs[0]) / "producer-id-block")
         log.info(
             "broker %d of cluster %s: %d topics in %s",
             self.node_id, self.cluster_id, len(self.logs.topics), ", ".join(self.config.log_dirs),
@@ -107,6 +109,9 @@ class Broker:
         """Create a topic on first use with num.partitions (auto.create.topics.enable), as Kafka does."""
         self.logs.create_topic(name, self.config.num_partitions)
         log.info("auto-created topic %s with %d partitions", name, self.config.num_partitions)
+
+    def next_producer_id(self) -> int:
+        return self.producer_ids.next_producer_id()
 
     # --- appends wake fetches -----------------------------------------------------------------------
 

@@ -174,9 +174,15 @@ def encode_response(api_key: int, version: int, correlation_id: int, body: Any) 
 
 
 @cache
-def _fields(cls: type) -> tuple[tuple[str, Any, dict], ...]:
+def _fields(cls: type) -> tuple[tuple[str, Any, dict, bool], ...]:
+    """(name, type hint, metadata, is a required array) for each field of a kio message type."""
     hints = typing.get_type_hints(cls)
-    return tuple((f.name, hints[f.name], dict(f.metadata)) for f in dataclasses.fields(cls))
+    out = []
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        out.append((f.name, hint, dict(f.metadata), required and typing.get_origin(hint) is tuple))
+    return tuple(out)
 
 
 def _entity_of(hint: Any) -> type | None:
@@ -213,13 +219,15 @@ def _convert(value: Any, hint: Any, meta: dict) -> Any:
 def build(cls: type, data: dict[str, Any]) -> Any:
     """Make ``cls`` (a kio message type of some version) from a dict, nested dicts and lists included.
 
-    Keys the version does not have are dropped, fields the dict lacks take their schema default: one
-    handler can then answer every version of its API.
+    Keys the version does not have are dropped, fields the dict lacks take their schema default (arrays
+    without one are empty): one handler can then answer every version of its API.
     """
     kwargs = {}
-    for name, hint, meta in _fields(cls):
+    for name, hint, meta, required_array in _fields(cls):
         if name in data:
             kwargs[name] = _convert(data[name], hint, meta)
+        elif required_array:
+            kwargs[name] = ()
     return cls(**kwargs)
 
 
