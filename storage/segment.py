@@ -56,6 +56,8 @@ class LogSegment:
         self.base_offset = base_offset
         stem = directory / segment_name(base_offset)
         self.log_path = stem.with_suffix(LOG_SUFFIX)
+        # Kafka rebuilds the indexes of a segment whose index files are missing (LogLoader.loadSegmentFiles).
+        self._indexes_existed = stem.with_suffix(INDEX_SUFFIX).exists() and stem.with_suffix(TIME_INDEX_SUFFIX).exists()
         self.fd = os.open(self.log_path, _FLAGS, 0o644)
         try:
             self.offset_index = OffsetIndex(stem.with_suffix(INDEX_SUFFIX), base_offset, config.segment_index_bytes)
@@ -76,10 +78,10 @@ class LogSegment:
     # -- loading and recovery ----------------------------------------------------------------------
 
     def load_indexes(self) -> bool:
-        """Load both index files; False if either failed its sanity check and must be rebuilt."""
+        """Load both index files; False if either was missing or failed its sanity check and must be rebuilt."""
         ok = self.offset_index.load(self.size)
         ok = self.time_index.load() and ok
-        return ok
+        return ok and self._indexes_existed
 
     def load_tail(self) -> bool:
         """Derive end offset and max timestamp from the indexes plus the batches after the last index entry.
