@@ -23,7 +23,7 @@ class Timers:
         return key in self._live
 
     def set(self, key: Hashable, deadline_ms: int, action: Callable[[int], None]) -> None:
-        """Run ``action(now_ms)`` once ``now_ms >= deadline_ms``, replacing any timer under ``key``."""
+        """Run ``action(deadline_ms)`` once a tick reaches ``deadline_ms``, replacing any timer under ``key``."""
         self._seq += 1
         self._live[key] = (deadline_ms, self._seq, action)
         heapq.heappush(self._heap, (deadline_ms, self._seq, key))
@@ -38,14 +38,17 @@ class Timers:
         return entry[0] if entry else None
 
     def run_due(self, now_ms: int) -> None:
-        """Run every timer due at ``now_ms`` in deadline order, including ones that due timers set."""
+        """Run every timer due at ``now_ms`` in deadline order, including ones that due timers set.
+
+        Each action gets its own deadline as the time, so a late ``tick`` behaves like a punctual one.
+        """
         while self._heap and self._heap[0][0] <= now_ms:
-            _, seq, key = heapq.heappop(self._heap)
+            deadline, seq, key = heapq.heappop(self._heap)
             entry = self._live.get(key)
             if entry is None or entry[1] != seq:
                 continue
             del self._live[key]
-            entry[2](now_ms)
+            entry[2](deadline)
 
     def next_deadline(self) -> int | None:
         """The earliest live deadline, or None when nothing is scheduled."""
