@@ -51,7 +51,7 @@ async def handle(ctx, request):
     broker = ctx.broker
     results = []
     for t in request.topics:
-        result = {"name": t.name, "error_code": ErrorCode.none, "error_message": None,
+        result = {"name": t.name, "topic_id": None, "error_code": ErrorCode.none, "error_message": None,
                   "num_partitions": -1, "replication_factor": -1, "configs": None}
         try:
             if t.name in broker.logs.topics:
