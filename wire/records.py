@@ -101,6 +101,12 @@ class DecodedBatch:
 
 RecordInput = NewRecord | Record | tuple[bytes | None, bytes | None, Sequence[Header | tuple[str, bytes | None]]]
 
+# A frozen dataclass's __init__ sets each field through object.__setattr__; filling the slots
+# directly makes the same Record about three times faster, which the record decoder relies on.
+_RECORD_MAKER = (object.__new__,) + tuple(
+    getattr(Record, name).__set__ for name in ("offset", "timestamp", "key", "value", "headers")
+)
+
 
 def decode_batch(
     buf: bytes | bytearray | memoryview,
@@ -153,51 +159,87 @@ def decode_batches(
 def _decode_records(
     data: bytes, count: int, base_offset: int, base_timestamp: int, append_time: int | None
 ) -> list[Record]:
-    """Parse ``count`` records filling ``data`` exactly (DefaultRecord.readFrom's checks)."""
+    """Parse ``count`` records filling ``data`` exactly (DefaultRecord.readFrom's checks).
+
+    Most varints here are one byte, so each read tries that inline before calling the general
+    reader; this loop is the cost of compaction and offset loading, so it avoids calls.
+    """
     end = len(data)
     if count > end:  # every record takes at least one byte: refuse before looping
         raise CorruptBatch(f"{count} records cannot fit in {end} bytes")
     records: list[Record] = []
     append = records.append
+    new, set_offset, set_timestamp, set_key, set_value, set_headers = _RECORD_MAKER
     pos = 0
-    for _ in range(count):
-        length, pos = read_varint(data, pos)
-        rec_end = pos + length
-        if length < 0 or rec_end > end:
-            raise CorruptBatch(f"record length {length} runs past the batch's {end - pos} remaining bytes")
-        # attributes (unused) at data[pos]
-        ts_delta, pos = read_varlong(data, pos + 1)
-        offset_delta, pos = read_varint(data, pos)
-        key_len, pos = read_varint(data, pos)
-        if key_len >= 0:
-            key = data[pos : pos + key_len]
-            pos += key_len
-            if pos > rec_end:
-                raise CorruptBatch("record key runs past the record")
-        else:
-            key = None
-        value_len, pos = read_varint(data, pos)
-        if value_len >= 0:
-            value = data[pos : pos + value_len]
-            pos += value_len
-            if pos > rec_end:
-                raise CorruptBatch("record value runs past the record")
-        else:
-            value = None
-        header_count, pos = read_varint(data, pos)
-        if header_count == 0:
-            headers: tuple[Header, ...] = ()
-        else:
-            headers, pos = _decode_headers(data, pos, rec_end, header_count)
-        if pos != rec_end:
-            raise CorruptBatch(f"record declared {length} bytes but its fields take {length + pos - rec_end}")
-        if append_time is None:
-            timestamp = base_timestamp + ts_delta
-            if not INT64_MIN <= timestamp <= INT64_MAX:  # Java long arithmetic wraps
-                timestamp = ((timestamp - INT64_MIN) & 0xFFFFFFFFFFFFFFFF) + INT64_MIN
-        else:
-            timestamp = append_time
-        append(Record(base_offset + offset_delta, timestamp, key, value, headers))
+    try:
+        for _ in range(count):
+            b = data[pos]
+            if b < 0x80:
+                length, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                length, pos = read_varint(data, pos)
+            rec_end = pos + length
+            if length < 0 or rec_end > end:
+                raise CorruptBatch(f"record length {length} runs past the batch's {end - pos} remaining bytes")
+            # data[pos] is the record's attributes byte, unused.
+            b = data[pos + 1]
+            if b < 0x80:
+                ts_delta, pos = (b >> 1) ^ -(b & 1), pos + 2
+            else:
+                ts_delta, pos = read_varlong(data, pos + 1)
+            b = data[pos]
+            if b < 0x80:
+                offset_delta, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                offset_delta, pos = read_varint(data, pos)
+            b = data[pos]
+            if b < 0x80:
+                key_len, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                key_len, pos = read_varint(data, pos)
+            if key_len >= 0:
+                key = data[pos : pos + key_len]
+                pos += key_len
+                if pos > rec_end:
+                    raise CorruptBatch("record key runs past the record")
+            else:
+                key = None
+            b = data[pos]
+            if b < 0x80:
+                value_len, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                value_len, pos = read_varint(data, pos)
+            if value_len >= 0:
+                value = data[pos : pos + value_len]
+                pos += value_len
+                if pos > rec_end:
+                    raise CorruptBatch("record value runs past the record")
+            else:
+                value = None
+            b = data[pos]
+            if b == 0:
+                headers: tuple[Header, ...] = ()
+                pos += 1
+            else:
+                header_count, pos = read_varint(data, pos)
+                headers, pos = _decode_headers(data, pos, rec_end, header_count)
+            if pos != rec_end:
+                raise CorruptBatch(f"record declared {length} bytes but its fields take {length + pos - rec_end}")
+            if append_time is None:
+                timestamp = base_timestamp + ts_delta
+                if not INT64_MIN <= timestamp <= INT64_MAX:  # Java long arithmetic wraps
+                    timestamp = ((timestamp - INT64_MIN) & 0xFFFFFFFFFFFFFFFF) + INT64_MIN
+            else:
+                timestamp = append_time
+            record = new(Record)
+            set_offset(record, base_offset + offset_delta)
+            set_timestamp(record, timestamp)
+            set_key(record, key)
+            set_value(record, value)
+            set_headers(record, headers)
+            append(record)
+    except IndexError:
+        raise CorruptBatch("record data ends inside a record") from None
     if pos != end:
         # DefaultRecordBatch: "Incorrect declared batch size, records still remaining in file".
         raise CorruptBatch(f"{end - pos} bytes left after the batch's {count} records")
