@@ -119,6 +119,8 @@ class LogManager:
                         log.warning("partition %s-%d is missing from every log dir; recreating it empty", name, p)
                         logs[p] = self._new_partition(topic, p)
                     topic.partitions.append(logs[p])
+                    if not (logs[p].dir / PARTITION_METADATA_FILE).exists():
+                        _write_topic_id(logs[p].dir, topic_id)  # keep the id stable from now on
         except BaseException:
             for logs in found.values():
                 for plog in logs.values():

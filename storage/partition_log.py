@@ -256,7 +256,9 @@ class PartitionLog:
         if idempotent:
             duplicate = self._producers.check(idempotent)
             if duplicate is not None:
-                # Kafka answers a retried batch with its original offsets and writes nothing.
+                # Kafka answers a retried batch with its original offsets and writes nothing. (Kafka also
+                # reports the cached batch timestamp as logAppendTime on CreateTime topics; we report -1
+                # there, like every other CreateTime append.)
                 return AppendResult(
                     duplicate.first_offset,
                     duplicate.last_offset,
