@@ -10,7 +10,10 @@ Record layout (Kafka's DefaultRecord; varints are zig-zag, see ``wire.varint``):
     [headerKeyLength varint | headerKey utf-8 | headerValueLength varint | headerValue]
 
 A negative key, value or header value length means null. ``build_batch`` lays a batch out the
-way the Java client's MemoryRecordsBuilder does, so its bytes equal a Java producer's.
+way the Java client's MemoryRecordsBuilder does, so its bytes equal a Java producer's;
+``build_end_txn_marker`` writes transaction markers. ``decode_legacy`` reads the magic 0/1
+message sets of old producers. Malformed bytes raise ``wire.batch.CorruptBatch`` (or a subclass),
+never an IndexError or struct.error, so the broker can answer CORRUPT_MESSAGE.
 """
 
 from __future__ import annotations
