@@ -42,7 +42,7 @@ def _headline(stdout: str, stderr: str) -> str:
     """" at STEP x: <root cause>", so the matrix shows the client's own error on one line."""
     steps = [line[5:] for line in stdout.splitlines() if line.startswith("STEP ")]
     errors = [line.strip() for line in stderr.splitlines()
-              if not line.startswith(("SLF4J", "\tat ", "    at ")) and ("Exception" in line or "Error" in line)]
+              if line.strip() and not line.lstrip().startswith(("SLF4J", "at ", "{", "..."))]
     causes = [e for e in errors if e.startswith("Caused by:")]
     cause = (causes or errors or [""])[-1 if causes else 0].removeprefix("Caused by: ")
     return (f" at STEP {steps[-1]}" if steps else "") + (f": {cause}" if cause else "")
