@@ -17,7 +17,9 @@ def stable_static_group(cluster: Cluster, protocols=None) -> tuple[dict[str, str
     leader, generation = ra.value.leader, ra.value.generation_id
     follower = next(m for m in ids.values() if m != leader)
     follower_sync = cluster.sync("g", generation, follower, instance=_instance(ids, follower))
-    cluster.sync("g", generation, leader, {m: f"for-{i}".encode() for i, m in ids.items()}, instance=_instance(ids, leader))
+    cluster.sync(
+        "g", generation, leader, {m: f"for-{i}".encode() for i, m in ids.items()}, instance=_instance(ids, leader)
+    )
     assert follower_sync.error == E.none and cluster.state("g") == "Stable"
     return ids, leader, generation
 
