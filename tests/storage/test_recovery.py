@@ -6,8 +6,12 @@ import os
 import random
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from storage_helpers import NOW, make_batch
 
+from storage.config import LogConfig
+from storage.partition_log import PartitionLog
 from wire.batch import iter_headers
 
 PROPS = {"segment.bytes": "3000", "index.interval.bytes": "150"}
@@ -168,3 +172,28 @@ def test_truncate_to_removes_whole_batches_and_producer_state(open_log):
     assert plog.read(41, 10_000).size > 0
     # the producer's state follows the log: sequence 42 is next again
     assert plog.append(make_batch([b"n"] * 3, producer_id=9, producer_epoch=0, base_sequence=42), now_ms=NOW).base_offset == 42
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut_fraction=st.floats(0.0, 1.0), garbage=st.binary(max_size=200))
+def test_any_torn_tail_recovers_to_the_last_whole_batch(tmp_path_factory, clock, cut_fraction, garbage):
+    directory = tmp_path_factory.mktemp("torn") / "t-0"
+    config = LogConfig.from_properties(PROPS)
+    plog = PartitionLog(directory, "t", 0, config, clock_ms=clock)
+    for i in range(25):
+        plog.append(make_batch([b"r" * (10 + i)] * 2), now_ms=NOW)
+    plog._close_files()
+    path = directory / f"{plog.segment_base_offsets[-1]:020d}.log"
+    batches = batch_positions(path)
+    cut = int(cut_fraction * os.path.getsize(path))
+    os.truncate(path, cut)
+    with open(path, "ab") as f:
+        f.write(garbage)
+    whole = [h for pos, h in batches if pos + h.size <= cut]
+    expected = whole[-1].last_offset + 1 if whole else plog.segment_base_offsets[-1]
+    again = PartitionLog(directory, "t", 0, config, clock_ms=clock)
+    try:
+        assert again.log_end_offset == expected
+        assert os.path.getsize(path) == sum(h.size for h in whole)
+    finally:
+        again._close_files()
