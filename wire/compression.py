@@ -155,7 +155,8 @@ def _gzip_decompress(data: bytes | bytearray | memoryview, max_size: int) -> byt
             if not inflater.eof:
                 raise DecompressionError("truncated gzip stream")
             remaining = inflater.unused_data
-            if not remaining:
+            # Like GZIPInputStream, bytes after a member that do not start another member are ignored.
+            if not remaining.startswith(b"\x1f\x8b"):
                 return b"".join(parts)
     except zlib.error as exc:
         raise DecompressionError(f"bad gzip data: {exc}") from None

@@ -100,6 +100,7 @@ def test_snappy_reads_raw_blocks_too() -> None:
     [
         (GZIP, lambda d: gzip.compress(d[:1000]) + gzip.compress(d[1000:])),  # two members
         (GZIP, kafka_python_codec.gzip_encode),
+        (GZIP, lambda d: gzip.compress(d) + b"\x00\x00junk"),  # GZIPInputStream ignores a non-gzip tail
         (SNAPPY, kafka_python_codec.snappy_encode),
         (LZ4, lambda d: lz4.frame.compress(d, store_size=True, content_checksum=True, block_checksum=True)),
         (ZSTD, lambda d: zstandard.ZstdCompressor(write_checksum=True).compress(d)),
