@@ -53,7 +53,7 @@ class _Producing:
     """One task's producer; raises the first delivery error, as Spark's KafkaWriteTask.checkForErrors does."""
 
     def __init__(self, options: SinkOptions) -> None:
-        config = {**_PRODUCER_DEFAULTS, **options.kafka_params, "delivery.report.only.error": "true"}
+        config = {**_PRODUCER_DEFAULTS, **options.kafka_params, "delivery.report.only.error": True}
         self.topic = options.topic
         self.failure: ck.KafkaError | None = None
         self.producer = ck.Producer(config)
