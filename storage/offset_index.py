@@ -55,6 +55,7 @@ class OffsetIndex(IndexFile):
 
     @property
     def is_full(self) -> bool:
+        """Whether segment.index.bytes worth of entries exist (the segment must roll)."""
         return len(self._offsets) >= self.max_entries
 
     @property
@@ -64,6 +65,7 @@ class OffsetIndex(IndexFile):
 
     @property
     def last_position(self) -> int:
+        """Position of the last indexed batch (0 when empty)."""
         return self._positions[-1] if self._positions else 0
 
     def append(self, offset: int, position: int) -> None:

@@ -99,6 +99,7 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
+        """The first offset a fetch may ask for."""
         return self._log_start_offset
 
     @property
@@ -118,6 +119,7 @@ class PartitionLog:
 
     @property
     def last_flush_ms(self) -> int:
+        """Wall-clock ms of the last flush (or of loading), for flush.ms scheduling."""
         return self._last_flush_ms
 
     @property
@@ -127,6 +129,7 @@ class PartitionLog:
 
     @property
     def segment_base_offsets(self) -> tuple[int, ...]:
+        """Base offsets of the live segments, oldest first."""
         return self._bases
 
     # -- loading and recovery ----------------------------------------------------------------------
@@ -434,6 +437,7 @@ class PartitionLog:
         self._last_flush_ms = self._clock()
 
     def has_unflushed(self) -> bool:
+        """Whether appended data is not fsynced yet."""
         return self._log_end_offset > self._recovery_point
 
     def truncate_to(self, offset: int) -> None:

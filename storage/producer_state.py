@@ -60,6 +60,7 @@ class ProducerEntry:
 
     @property
     def last_seq(self) -> int:
+        """Last sequence of the newest cached batch (-1 when none)."""
         return self.batches[-1].last_seq if self.batches else -1
 
     def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
@@ -152,6 +153,7 @@ class ProducerStateManager:
         return sorted(offsets)
 
     def snapshot_path(self, offset: int) -> Path:
+        """``<offset %020d>.snapshot`` in the partition directory."""
         return self.dir / f"{offset:020d}{SNAPSHOT_SUFFIX}"
 
     def write_snapshot(self, offset: int, *, sync: bool) -> None:

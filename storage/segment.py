@@ -260,6 +260,7 @@ class LogSegment:
         return start, end - start
 
     def read_bytes(self, position: int, size: int) -> bytes:
+        """The raw bytes of a slice of the log file."""
         return os.pread(self.fd, size, position)
 
     # -- truncation, flushing, deletion ----------------------------------------------------------

@@ -52,6 +52,7 @@ class TimeIndex(IndexFile):
 
     @property
     def is_full(self) -> bool:
+        """Whether segment.index.bytes worth of entries exist (the segment must roll)."""
         return len(self._offsets) >= self.max_entries
 
     def last_entry(self) -> tuple[int, int] | None:

@@ -54,4 +54,5 @@ def encode_topic_id(topic_id: uuid.UUID) -> str:
 
 
 def decode_topic_id(text: str) -> uuid.UUID:
+    """Inverse of `encode_topic_id`."""
     return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
