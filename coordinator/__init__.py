@@ -1,0 +1,7 @@
+"""Group coordinator: classic consumer-group membership and committed offsets on ``__consumer_offsets``, plus producer ids.
+
+Sans-IO: state machines driven by calls and a ``now_ms`` clock. Entry points:
+``group_coordinator.GroupCoordinator`` (requests answer through ``respond`` callbacks; ``tick`` runs timers),
+``offsets_log.OffsetsLog`` (the persistence the gateway provides), ``results`` (request/response types),
+``producer_ids.ProducerIdManager``.
+"""
