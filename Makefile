@@ -16,6 +16,7 @@ run: $(STAMP)
 	$(BIN)/logway serve --listeners PLAINTEXT://127.0.0.1:9092 --advertised-listeners PLAINTEXT://127.0.0.1:9092 --log-dirs ./data
 
 test: $(STAMP)
+	bash compat_tests/setup.sh $(VENV)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
 
