@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
-from storage_helpers import FakeClock
 
 from storage.config import LogConfig
 from storage.partition_log import PartitionLog
+
+# The suite runs with --import-mode=importlib, which puts no test folder on sys.path; the test
+# modules here import their batch builder from the sibling storage_helpers.py.
+sys.path.insert(0, str(Path(__file__).parent))
+
+from storage_helpers import FakeClock  # noqa: E402
 
 
 @pytest.fixture

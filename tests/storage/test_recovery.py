@@ -184,12 +184,15 @@ def test_any_torn_tail_recovers_to_the_last_whole_batch(tmp_path_factory, clock,
         plog.append(make_batch([b"r" * (10 + i)] * 2), now_ms=NOW)
     plog._close_files()
     path = directory / f"{plog.segment_base_offsets[-1]:020d}.log"
-    batches = batch_positions(path)
-    cut = int(cut_fraction * os.path.getsize(path))
-    os.truncate(path, cut)
-    with open(path, "ab") as f:
-        f.write(garbage)
-    whole = [h for pos, h in batches if pos + h.size <= cut]
+    original = path.read_bytes()
+    cut = int(cut_fraction * len(original))
+    damaged = original[:cut] + garbage
+    path.write_bytes(damaged)
+    whole = []  # the leading batches whose bytes survived intact (garbage may happen to restore a cut byte)
+    for pos, h in iter_headers(original):
+        if damaged[pos : pos + h.size] != original[pos : pos + h.size]:
+            break
+        whole.append(h)
     expected = whole[-1].last_offset + 1 if whole else plog.segment_base_offsets[-1]
     again = PartitionLog(directory, "t", 0, config, clock_ms=clock)
     try:
