@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
-from coordinator_harness import Cluster
+
+# The suite runs with --import-mode=importlib, which puts no test folder on sys.path; the test
+# modules here import their fakes and request helpers from the sibling coordinator_harness.py.
+sys.path.insert(0, str(Path(__file__).parent))
+
+from coordinator_harness import Cluster  # noqa: E402
 
 
 @pytest.fixture

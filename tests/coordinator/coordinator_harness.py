@@ -1,6 +1,6 @@
 """A fake offsets log, a fake clock and request helpers for driving the group coordinator without sleeping.
 
-Named uniquely (not ``helpers``) because the test folders share one import path.
+Named uniquely (not ``helpers``) because every test folder puts itself on the same sys.path.
 """
 
 from __future__ import annotations
