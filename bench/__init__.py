@@ -1,0 +1,1 @@
+"""Benchmarks: Logway side by side with a peer broker (Tansu), driven by the same client processes."""

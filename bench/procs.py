@@ -1,0 +1,165 @@
+"""Broker processes under test (Logway and Tansu) on free loopback ports, with /proc CPU and memory readings."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    """A currently free TCP port on 127.0.0.1 (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all threads), from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # After the command name: state is field 3, utime 14 and stime 15 (1-based in proc(5)).
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def memory_mb(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM (peak RSS) of a process in MB, from /proc/<pid>/status."""
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0]) / 1024
+    return out
+
+
+def wait_listening(port: int, proc: subprocess.Popen, timeout: float) -> None:
+    """Block until 127.0.0.1:port accepts connections; fail if the process exits or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"broker exited with {proc.returncode} before listening on {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.02)
+    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout:.0f} s")
+
+
+class Broker:
+    """One broker process we started; stopped only through its own PID."""
+
+    name = "broker"
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.port = free_port()
+        self.proc: subprocess.Popen | None = None
+        self._log = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def start(self, timeout: float = 120.0) -> float:
+        """Start the process and return seconds until its port accepts connections."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.workdir / f"{self.name}.log", "ab")
+        t0 = time.monotonic()
+        self.proc = subprocess.Popen(self.command(), cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        wait_listening(self.port, self.proc, timeout)
+        return time.monotonic() - t0
+
+    def cpu_seconds(self) -> float:
+        return cpu_seconds(self.pid)
+
+    def memory_mb(self) -> dict[str, float]:
+        return memory_mb(self.pid)
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """SIGTERM (a clean shutdown) and wait; SIGKILL if it does not exit in time."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._close_log()
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash: no flush, no clean-shutdown marker."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def cleanup(self) -> None:
+        """Stop the process and delete its working directory (data and log)."""
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class Logway(Broker):
+    """Logway via `python -m gateway serve`, data on disk in its temp dir."""
+
+    name = "logway"
+
+    def __init__(self, workdir: Path, overrides: dict[str, str] | None = None) -> None:
+        super().__init__(workdir)
+        self.overrides = overrides or {}
+
+    def command(self) -> list[str]:
+        listener = f"PLAINTEXT://127.0.0.1:{self.port}"
+        cmd = [sys.executable, "-m", "gateway", "serve", "--listeners", listener,
+               "--advertised-listeners", listener, "--log-dirs", str(self.workdir / "data"),
+               "--log-level", "WARNING"]
+        for key, value in self.overrides.items():
+            cmd += ["--override", f"{key}={value}"]
+        return cmd
+
+
+class Tansu(Broker):
+    """Tansu with its in-memory storage engine (its fastest)."""
+
+    name = "tansu"
+
+    def __init__(self, workdir: Path, binary: Path) -> None:
+        super().__init__(workdir)
+        self.binary = binary
+
+    def command(self) -> list[str]:
+        url = f"tcp://127.0.0.1:{self.port}"
+        return [str(self.binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                "--storage-engine", "memory://tansu/"]
+
+
+def scratch_dir(label: str) -> Path:
+    """A fresh temp directory for one broker instance."""
+    return Path(tempfile.mkdtemp(prefix=f"logway-bench-{label}-"))

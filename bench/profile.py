@@ -1,0 +1,84 @@
+"""py-spy profiles of the Logway process under produce and consume load, summarised as hot functions."""
+
+from __future__ import annotations
+
+import collections
+import logging
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.cases import KIB, Bench, new_topic
+from bench.driver import run_load
+from bench.settings import MB
+
+log = logging.getLogger("bench")
+FRAME_LINE = re.compile(r":\d+\)$")
+
+
+def py_spy() -> str:
+    """The py-spy next to this interpreter (pip install py-spy into the venv), else one on PATH."""
+    local = Path(sys.executable).with_name("py-spy")
+    found = str(local) if local.exists() else shutil.which("py-spy")
+    if not found:
+        raise RuntimeError("py-spy not found: pip install py-spy")
+    return found
+
+
+def summarize(raw: Path, top: int = 15) -> dict:
+    """Self and inclusive sample shares per function from py-spy's collapsed-stack (raw) output."""
+    self_counts: collections.Counter[str] = collections.Counter()
+    total_counts: collections.Counter[str] = collections.Counter()
+    samples = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        frames = [FRAME_LINE.sub(")", f) for f in stack.split(";")]
+        samples += n
+        self_counts[frames[-1]] += n
+        for frame in set(frames):
+            total_counts[frame] += n
+
+    def rows(counter: collections.Counter[str]) -> list[dict]:
+        return [{"function": f, "self_pct": 100 * self_counts[f] / samples, "total_pct": 100 * total_counts[f] / samples}
+                for f, _ in counter.most_common(top)]
+
+    return {"samples": samples, "top": rows(self_counts), "top_total": rows(total_counts)}
+
+
+def record(bench: Bench, out_dir: Path) -> list[dict]:
+    """Profile Logway during the reference produce load (1 KiB, 8 partitions, acks=all) and a full consume."""
+    profiles = []
+    count = bench.s.produce_mb * 2 * MB // KIB
+    with bench.brokers(("logway",)) as (broker,):
+        topic = new_topic(broker, 8, "profile")
+        loads = [
+            ("produce 1 KiB, 8 partitions, none, acks=all (librdkafka)",
+             {"mode": "rdkafka.produce", "topic": topic, "count": count, "size": KIB, "acks": "all"}),
+            ("consume the same log from earliest (librdkafka)",
+             {"mode": "rdkafka.consume", "topic": topic, "partitions": 8, "count": count, "size": KIB}),
+        ]
+        for i, (label, spec) in enumerate(loads):
+            raw = out_dir / f"pyspy-{i}-{spec['mode'].split('.')[1]}.txt"
+            log.info("profile / %s", label)
+            spy = subprocess.Popen([py_spy(), "record", "--pid", str(broker.pid), "--format", "raw", "--rate", "100",
+                                    "-o", str(raw)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                run = run_load(broker, [spec], timeout=600)
+            finally:
+                spy.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+                try:
+                    spy.wait(60)
+                except subprocess.TimeoutExpired:
+                    spy.kill()
+                    spy.wait(10)
+            summary = summarize(raw) if raw.exists() else {"samples": 0, "top": [], "top_total": []}
+            mb_s = run.total("bytes") / run.span_s / 1e6
+            profiles.append({"load": f"{label}, {mb_s:.0f} MB/s while profiled", "seconds": run.span_s,
+                             "raw": str(raw), **summary})
+    return profiles

@@ -1,0 +1,167 @@
+"""librdkafka (confluent-kafka) load: throughput producer/consumer, paced e2e pair, fetch-latency probe."""
+
+from __future__ import annotations
+
+import os
+import random
+import struct
+import time
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+from bench.loadgen import payloads, ready
+
+STAMP = struct.Struct(">q")
+
+
+def _producer(spec: dict, errors: list[int]) -> Producer:
+    def on_delivery(err, _msg) -> None:
+        if err is not None:
+            errors[0] += 1
+
+    producer = Producer({
+        "bootstrap.servers": spec["bootstrap"],
+        "acks": spec.get("acks", "all"),
+        "compression.type": spec.get("compression", "none"),
+        "linger.ms": spec.get("linger_ms", 5),
+        "batch.size": spec.get("batch_size", 1 << 20),
+        "queue.buffering.max.messages": 1_000_000,
+        "queue.buffering.max.kbytes": 1 << 20,
+        "message.timeout.ms": int(spec.get("timeout", 300) * 1000),
+        "delivery.report.only.error": True,
+        "on_delivery": on_delivery,
+    })
+    producer.list_topics(spec["topic"], timeout=30)  # connect and load metadata before the clock starts
+    return producer
+
+
+def _consumer(spec: dict) -> Consumer:
+    consumer = Consumer({
+        "bootstrap.servers": spec["bootstrap"],
+        "group.id": f"bench-{os.getpid()}",  # required by the client; offsets are never committed (assign only)
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "fetch.wait.max.ms": spec.get("fetch_wait_ms", 500),
+    })
+    consumer.list_topics(spec["topic"], timeout=30)
+    return consumer
+
+
+def produce(spec: dict) -> dict:
+    """Send `count` messages of `size` bytes round-robin over `producers` client instances, as fast as possible."""
+    errors = [0]
+    producers = [_producer(spec, errors) for _ in range(spec.get("producers", 1))]
+    topic, count, k = spec["topic"], spec["count"], len(producers)
+    values = payloads(spec["size"])
+    nvalues = len(values)
+    ready()
+    start = time.monotonic()
+    deadline = start + spec.get("timeout", 300)
+    for i in range(count):
+        producer = producers[i % k]
+        while True:
+            try:
+                producer.produce(topic, values[i % nvalues])
+                break
+            except BufferError:
+                producer.poll(0.005)
+                if time.monotonic() > deadline:
+                    raise TimeoutError("produce queue did not drain before the deadline") from None
+        if i & 1023 == 0:
+            producer.poll(0)
+    undelivered = sum(p.flush(max(1.0, deadline - time.monotonic())) for p in producers)
+    end = time.monotonic()
+    failed = errors[0] + undelivered
+    return {"start": start, "end": end, "messages": count - failed, "bytes": (count - failed) * spec["size"],
+            "errors": failed}
+
+
+def consume(spec: dict) -> dict:
+    """Read `count` messages from the earliest offset of every partition (assign, no group) as fast as possible."""
+    consumer = _consumer(spec)
+    topic, count = spec["topic"], spec["count"]
+    ready()
+    start = time.monotonic()
+    deadline = start + spec.get("timeout", 300)
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(spec["partitions"])])
+    got = errors = 0
+    while got < count and time.monotonic() < deadline:
+        for message in consumer.consume(10000, 0.5):
+            if message.error() is None:
+                got += 1
+            else:
+                errors += 1
+    end = time.monotonic()
+    consumer.close()
+    return {"start": start, "end": end, "messages": got, "bytes": got * spec["size"], "errors": errors}
+
+
+def e2e_produce(spec: dict) -> dict:
+    """Send at a paced `rate` msg/s for `duration` s, each value starting with the monotonic send time in ns."""
+    errors = [0]
+    producer = _producer({**spec, "linger_ms": spec.get("linger_ms", 0)}, errors)
+    topic, rate = spec["topic"], spec["rate"]
+    total = int(rate * spec["duration"])
+    pad = bytes(spec["size"] - STAMP.size)
+    ready()
+    start = time.monotonic()
+    deadline = start + spec["duration"] * 2 + 10
+    sent = 0
+    while sent < total and time.monotonic() < deadline:
+        due = min(total, int((time.monotonic() - start) * rate) + 1)
+        while sent < due:
+            producer.produce(topic, STAMP.pack(time.monotonic_ns()) + pad)
+            sent += 1
+        producer.poll(0)
+        time.sleep(0.001)
+    undelivered = producer.flush(30)
+    return {"start": start, "end": time.monotonic(), "sent": sent, "errors": errors[0] + undelivered}
+
+
+def e2e_consume(spec: dict) -> dict:
+    """Tail the topic and record, per message, receive time minus the send time stamped in its value."""
+    consumer = _consumer({**spec, "fetch_wait_ms": 500})
+    consumer.assign([TopicPartition(spec["topic"], p, OFFSET_BEGINNING) for p in range(spec["partitions"])])
+    for _ in range(4):  # let the fetch loop start before the producer does
+        consumer.consume(100, 0.25)
+    ready()
+    expected = spec["count"]
+    deadline = time.monotonic() + spec["timeout"]
+    latencies: list[int] = []
+    while len(latencies) < expected and time.monotonic() < deadline:
+        messages = consumer.consume(1000, 0.2)
+        now = time.monotonic_ns()
+        latencies.extend(now - STAMP.unpack_from(m.value())[0] for m in messages if m.error() is None)
+    consumer.close()
+    latencies.sort()
+    n = len(latencies)
+    if n == 0:
+        return {"received": 0}
+    return {"received": n, "p50_ms": latencies[(n - 1) // 2] / 1e6,
+            "p99_ms": latencies[min(n - 1, int(n * 0.99))] / 1e6, "max_ms": latencies[-1] / 1e6}
+
+
+def fetch_probe(spec: dict) -> dict:
+    """Time from assign() at a random old offset to receiving that record, `probes` times."""
+    consumer = _consumer(spec)
+    topic, high = spec["topic"], spec["high"]
+    rng = random.Random(spec.get("seed", 1))
+    region = max(1, int(high * spec.get("region", 0.1)))
+    ready()
+
+    def first_at(offset: int) -> float:
+        t0 = time.monotonic()
+        consumer.assign([TopicPartition(topic, 0, offset)])
+        deadline = t0 + 30
+        while time.monotonic() < deadline:
+            for message in consumer.consume(1, 0.05):
+                if message.error() is None and message.offset() >= offset:
+                    elapsed = time.monotonic() - t0
+                    consumer.unassign()
+                    return elapsed
+        raise TimeoutError(f"no record at offset {offset} within 30 s")
+
+    first_at(high - 1)  # warm the connection and fetch path on the tail
+    latencies = [first_at(rng.randrange(region)) * 1000 for _ in range(spec["probes"])]
+    consumer.close()
+    return {"latencies_ms": latencies}
