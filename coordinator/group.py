@@ -161,6 +161,9 @@ class GroupMetadata:
         self.members[new_member_id] = member
         if self.is_leader(old_member_id):
             self.leader_id = new_member_id
+        if old_member_id in self.pending_sync_members:  # the SyncGroup is now owed under the new id
+            self.pending_sync_members.discard(old_member_id)
+            self.pending_sync_members.add(new_member_id)
         self.static_members[group_instance_id] = new_member_id
         return member
 

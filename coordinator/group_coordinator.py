@@ -293,7 +293,7 @@ class GroupCoordinator:
                 self._update_member_and_rebalance(
                     group, member, protocols, rebalance_timeout_ms, session_timeout_ms, respond, now_ms
                 )
-        elif state is GroupState.STABLE:
+        else:  # Stable (an Empty group has no members, so the membership checks above answered already)
             if group.is_leader(member_id) or not member.matches(protocols):
                 # A JoinGroup from the leader forces a rebalance: that is how a consumer leader reacts to
                 # metadata changes that do not change any member's subscription.
@@ -302,8 +302,6 @@ class GroupCoordinator:
                 )
             else:
                 respond(self._join_result(group, member_id, with_members=False))
-        else:
-            respond(JoinGroupResult(E.unknown_member_id, member_id=member_id))
 
     def _join_result(self, group: GroupMetadata, member_id: str, *, with_members: bool = True) -> JoinGroupResult:
         """This generation's JoinGroup answer for a member; the leader also gets every member's metadata."""
@@ -466,12 +464,12 @@ class GroupCoordinator:
             self._schedule_join(group, now_ms)
             self._try_complete_join(group, now_ms)
 
-    def _schedule_join(self, group: GroupMetadata, now_ms: int) -> None:
+    def _schedule_join(self, group: GroupMetadata, now_ms: int, wait_ms: int | None = None) -> None:
         """Kafka's DelayedJoin: complete when all members rejoined or after the rebalance timeout."""
         self._initial_delay.discard(group.group_id)
         self._timers.set(
             ("join", group.group_id),
-            now_ms + group.rebalance_timeout_ms,
+            now_ms + (group.rebalance_timeout_ms if wait_ms is None else wait_ms),
             lambda now: self._complete_join(group, now),
         )
 
@@ -509,7 +507,9 @@ class GroupCoordinator:
         if not group.maybe_elect_new_joined_leader() and group.members:
             # Nobody rejoined (only absent static members remain): keep waiting until sessions expire them.
             log.error("group %s could not complete rebalance because no members rejoined", group.group_id)
-            self._schedule_join(group, now_ms)
+            # With rebalance_timeout_ms=0 an immediate retry would spin; wait for a session to end instead.
+            wait_ms = group.rebalance_timeout_ms or min(m.session_timeout_ms for m in group.members.values())
+            self._schedule_join(group, now_ms, wait_ms)
             return
         group.init_next_generation(now_ms)
         if group.is_state(GroupState.EMPTY):
@@ -984,7 +984,7 @@ class GroupCoordinator:
             if error is not None:
                 described.append(DescribedGroup(group_id, error))
             elif group is None:
-                described.append(DescribedGroup(group_id, E.none))
+                described.append(DescribedGroup(group_id, E.none, GroupState.DEAD.value))
             else:
                 described.append(_describe(group))
         respond(DescribeGroupsResult(tuple(described)))

@@ -170,11 +170,11 @@ class DescribedMember:
 
 @dataclass(frozen=True, slots=True)
 class DescribedGroup:
-    """One group in DescribeGroups; an unknown group is described as Dead with no members, as Kafka does."""
+    """One group in DescribeGroups. On an error every field is empty (Kafka's DescribeGroupsResponse.groupError)."""
 
     group_id: str
     error_code: ErrorCode
-    state: str = "Dead"
+    state: str = ""
     protocol_type: str = ""
     protocol: str = ""
     members: tuple[DescribedMember, ...] = ()

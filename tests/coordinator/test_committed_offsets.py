@@ -195,7 +195,8 @@ def test_requests_for_a_loading_partition_get_load_in_progress() -> None:
     assert cluster.join("g").error == E.coordinator_load_in_progress
     assert cluster.commit("g", {("t", 0): 4}) == {("t", 0): E.coordinator_load_in_progress}
     assert cluster.fetch("g").error == E.coordinator_load_in_progress
-    assert cluster.describe("g").error_code == E.coordinator_load_in_progress
+    loading = cluster.describe("g")
+    assert (loading.error_code, loading.state, loading.members) == (E.coordinator_load_in_progress, "", ())
     # Heartbeats are answered blindly, SyncGroup sends the member back to JoinGroup (as Kafka does).
     assert cluster.heartbeat("g", generation, members[0]) == E.none
     assert cluster.sync("g", generation, members[0]).error == E.rebalance_in_progress

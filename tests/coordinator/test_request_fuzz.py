@@ -36,7 +36,7 @@ def run_storm(seed: int) -> tuple[list[Reply], set[str]]:
                 instance=instance,
                 protocols=rng.choice(PROTOCOLS),
                 session=rng.choice([6000, 10_000]),
-                rebalance=rng.choice([6000, 20_000]),
+                rebalance=rng.choice([0, 6000, 20_000]),
             )
             joins.append((group, instance, reply))
             replies.append(reply)
