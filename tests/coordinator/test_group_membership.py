@@ -334,3 +334,33 @@ def test_describe_and_list_groups(cluster: Cluster) -> None:
     }
     assert [g.group_id for g in only_empty.value.groups] == ["simple"]
     assert typed.value.groups == ()
+
+
+def test_member_that_missed_its_join_answer_gets_it_again(cluster: Cluster) -> None:
+    a, b = cluster.join_new("g"), cluster.join_new("g")
+    cluster.advance(6000)
+    leader = a.value.leader
+    again = cluster.join("g", leader)  # same metadata, group still CompletingRebalance
+    assert again.value.generation_id == 1 and {m.member_id for m in again.value.members} == {
+        a.value.member_id,
+        b.value.member_id,
+    }
+    assert cluster.state("g") == "CompletingRebalance"
+
+
+def test_a_repeated_join_while_waiting_answers_the_older_request(cluster: Cluster) -> None:
+    members, generation = cluster.stable_group("g", 2)
+    first = cluster.join("g", members[0])
+    second = cluster.join("g", members[0])
+    assert first.error == E.rebalance_in_progress and not second.done
+    cluster.join("g", members[1])
+    assert second.value.generation_id == generation + 1
+
+
+def test_pending_member_leaving_lets_the_rebalance_complete(cluster: Cluster) -> None:
+    members, generation = cluster.stable_group("g", 1)
+    pending = cluster.join("g")  # MEMBER_ID_REQUIRED: a rebalance now waits for this member too
+    rejoin = cluster.join("g", members[0])  # leader rejoin: rebalance
+    assert pending.error == E.member_id_required and not rejoin.done
+    cluster.leave("g", MemberIdentity(pending.value.member_id))
+    assert rejoin.value.generation_id == generation + 1
