@@ -1,7 +1,7 @@
 """One shared local[2] SparkSession for every Spark test, plus helpers to make topics and produce records.
 
 PYSPARK_PYTHON and PYTHONPATH are set before the JVM starts: Python workers (executors and the
-driver-side planner of streaming sources) must import `spark` from this repository.
+driver-side planner of streaming sources) must import `spark` from this repository, installed or not.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # the tests import `spark` even when the project is not installed with it
+    sys.path.insert(0, str(REPO))
 
 # Extra librdkafka producer settings for the records tests produce, "k=v,k=v". Only needed against a
 # peer broker with quirks, e.g. SPARK_TEST_PRODUCER_CONFIG=batch.num.messages=1 for Tansu 0.6, whose
