@@ -17,6 +17,7 @@ import trio
 
 from coordinator.producer_ids import ProducerIdManager
 from gateway.config import ServerConfig, parse_properties
+from gateway.groups import GroupService
 from storage.log_manager import LogManager
 from storage.partition_log import PartitionLog
 
@@ -49,6 +50,8 @@ class Broker:
         self.cluster_id = self._load_cluster_id()
         self.logs.open()
         self.producer_ids = ProducerIdManager(Path(self.config.log_dirs[0]) / "producer-id-block")
+        self.groups = GroupService(self)
+        self.groups.open()
         log.info(
             "broker %d of cluster %s: %d topics in %s",
             self.node_id, self.cluster_id, len(self.logs.topics), ", ".join(self.config.log_dirs),
@@ -82,6 +85,7 @@ class Broker:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._retention_loop)
             nursery.start_soon(self._flush_loop)
+            await nursery.start(self.groups.run)
             task_status.started()
 
     async def _retention_loop(self) -> None:

@@ -16,12 +16,23 @@ from typing import TYPE_CHECKING, Any
 from gateway.apis import (
     api_versions,
     create_topics,
+    delete_groups,
     delete_topics,
+    describe_groups,
     fetch,
+    find_coordinator,
+    heartbeat,
     init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
     produce,
+    sync_group,
 )
 from wire.fetch import Chunk
 from wire.protocol import (
@@ -49,6 +60,17 @@ API_MODULES: tuple[ModuleType, ...] = (
     create_topics,
     delete_topics,
     init_producer_id,
+    find_coordinator,
+    join_group,
+    sync_group,
+    heartbeat,
+    leave_group,
+    offset_commit,
+    offset_fetch,
+    describe_groups,
+    list_groups,
+    delete_groups,
+    offset_delete,
 )
 REGISTRY: dict[int, ModuleType] = {m.API_KEY: m for m in API_MODULES}
 

@@ -1,0 +1,21 @@
+"""DeleteGroups (key 42), v0-v2. v1: no change; v2: flexible.
+
+Only empty groups can be deleted (NON_EMPTY_GROUP otherwise); their offsets go with them (tombstones).
+"""
+
+from __future__ import annotations
+
+from wire.protocol import build, response_type
+
+API_KEY = 42
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+
+async def handle(ctx, request):
+    groups = ctx.broker.groups
+    result = await groups.call(groups.coordinator.delete_groups, group_ids=list(request.groups_names))
+    return build(response_type(API_KEY, ctx.version), {
+        "throttle_time": 0,
+        "results": [{"group_id": g, "error_code": e} for g, e in result.groups.items()],
+    })

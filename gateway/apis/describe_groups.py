@@ -1,0 +1,33 @@
+"""DescribeGroups (key 15), v0-v5.
+
+v1: throttle_time_ms; v3: include_authorized_operations (answered "not requested"); v4:
+group_instance_id per member; v5: flexible. Member metadata and assignment are filled only for Stable
+groups, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from wire.protocol import build, response_type
+
+API_KEY = 15
+MIN_VERSION = 0
+MAX_VERSION = 5
+
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+async def handle(ctx, request):
+    groups = ctx.broker.groups
+    result = await groups.call(groups.coordinator.describe_groups, group_ids=list(request.groups))
+    return build(response_type(API_KEY, ctx.version), {
+        "throttle_time": 0,
+        "groups": [{
+            "error_code": g.error_code, "group_id": g.group_id, "group_state": g.state,
+            "protocol_type": g.protocol_type, "protocol_data": g.protocol,
+            "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+            "members": [{
+                "member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+                "client_host": m.client_host, "member_metadata": m.metadata, "member_assignment": m.assignment,
+            } for m in g.members],
+        } for g in result.groups],
+    })

@@ -1,0 +1,27 @@
+"""FindCoordinator (key 10), v0-v6.
+
+This broker coordinates every group (and would every transactional id). v1: key_type, throttle_time_ms,
+error_message; v3: flexible; v4+: batched coordinator_keys with a result per key (KIP-699); v5/v6: no
+change for us (error codes and share groups).
+"""
+
+from __future__ import annotations
+
+from wire.errors import ErrorCode
+from wire.protocol import build, response_type
+
+API_KEY = 10
+MIN_VERSION = 0
+MAX_VERSION = 6
+
+
+async def handle(ctx, request):
+    broker = ctx.broker
+    adv = broker.config.advertised
+    node = {"node_id": broker.node_id, "host": adv.host or "127.0.0.1", "port": adv.port,
+            "error_code": ErrorCode.none, "error_message": None}
+    if ctx.version >= 4:
+        body = {"coordinators": [{"key": key, **node} for key in request.coordinator_keys]}
+    else:
+        body = node
+    return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, **body})

@@ -1,0 +1,24 @@
+"""OffsetDelete (key 47), v0 (KIP-496).
+
+Deletes committed offsets of a group; refused per partition with GROUP_SUBSCRIBED_TO_TOPIC while a
+member of the group subscribes to the topic.
+"""
+
+from __future__ import annotations
+
+from wire.protocol import build, response_type
+
+API_KEY = 47
+MIN_VERSION = 0
+MAX_VERSION = 0
+
+
+async def handle(ctx, request):
+    groups = ctx.broker.groups
+    partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    result = await groups.call(groups.coordinator.offset_delete, group_id=request.group_id, partitions=partitions)
+    topics = [{"name": t.name, "partitions": [
+        {"partition_index": p.partition_index, "error_code": result.partitions.get((t.name, p.partition_index), 0)}
+        for p in t.partitions]} for t in request.topics]
+    return build(response_type(API_KEY, ctx.version), {
+        "error_code": result.error_code, "throttle_time": 0, "topics": topics if result.error_code == 0 else []})

@@ -1,0 +1,134 @@
+"""Consumer groups in the gateway: the sans-IO GroupCoordinator on trio, persisted to __consumer_offsets.
+
+`ConsumerOffsetsLog` is the coordinator's OffsetsLog over storage (Kafka's key/value records, one v2
+batch per append). `GroupService` turns the coordinator's respond-callbacks into awaitables, runs its timers
+(session expiry, rebalance timeouts) from one trio task, and loads the offsets partitions in the background
+at start-up: until a partition is loaded its groups get COORDINATOR_LOAD_IN_PROGRESS, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from coordinator.group_coordinator import GroupCoordinator
+from wire.records import build_batch, decode_batches
+
+if TYPE_CHECKING:
+    from gateway.broker import Broker
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+# Kafka's offsets topic settings (offsets.topic.segment.bytes default 100 MiB, compacted).
+OFFSETS_TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "104857600", "compression.type": "producer"}
+_READ_CHUNK = 4 * 1024 * 1024
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ConsumerOffsetsLog:
+    """coordinator.offsets_log.OffsetsLog over the `__consumer_offsets` partitions of the broker's log."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def ensure_topic(self, partitions: int) -> None:
+        if OFFSETS_TOPIC not in self.broker.logs.topics:
+            self.broker.logs.create_topic(OFFSETS_TOPIC, partitions, dict(OFFSETS_TOPIC_CONFIG))
+
+    def append(self, partition: int, records: list[tuple[bytes, bytes | None]], now_ms: int) -> None:
+        batch = bytearray(build_batch([(k, v, ()) for k, v in records], base_timestamp=now_ms))
+        plog = self.broker.partition(OFFSETS_TOPIC, partition)
+        result = plog.append(batch, now_ms=now_ms)
+        if getattr(result, "flush_needed", False):
+            # flush.messages reached: a commit is acknowledged only once it is as durable as the policy says.
+            plog.flush()
+
+    def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
+        plog = self.broker.partition(OFFSETS_TOPIC, partition)
+        offset, end = plog.log_start_offset, plog.log_end_offset
+        while offset < end:
+            data = plog.read_bytes(offset, _READ_CHUNK)
+            if not data:
+                break
+            for batch in decode_batches(data):
+                for record in batch.records:
+                    if record.offset >= offset and record.key is not None:
+                        yield record.key, record.value
+                offset = max(offset, batch.header.last_offset + 1)
+
+
+class GroupService:
+    """Async front of the GroupCoordinator, owned by the Broker."""
+
+    def __init__(self, broker: Broker) -> None:
+        config = broker.config
+        self.offsets_log = ConsumerOffsetsLog(broker)
+        props = config.properties
+        self.coordinator = GroupCoordinator(
+            self.offsets_log,
+            num_partitions=config.offsets_topic_num_partitions,
+            initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+            offsets_retention_ms=int(props["offsets.retention.minutes"]) * 60_000,
+            max_session_timeout_ms=int(props["group.max.session.timeout.ms"]),
+            min_session_timeout_ms=int(props["group.min.session.timeout.ms"]),
+            offset_metadata_max_bytes=int(props["offset.metadata.max.bytes"]),
+        )
+        self._retention_check_ms = int(props["offsets.retention.check.interval.ms"])
+        self._wakeup = trio.Event()
+
+    def open(self) -> None:
+        self.offsets_log.ensure_topic(self.coordinator.num_partitions)
+
+    async def call(self, method: Callable[..., None], /, **kwargs: Any) -> Any:
+        """Call a coordinator method and wait for its respond-callback."""
+        done = trio.Event()
+        box: list[Any] = []
+
+        def respond(result: Any) -> None:
+            box.append(result)
+            done.set()
+
+        method(now_ms=_now_ms(), respond=respond, **kwargs)
+        self._wakeup.set()  # the call may have added an earlier timer
+        await done.wait()
+        return box[0]
+
+    async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._load_partitions)
+            nursery.start_soon(self._expire_offsets_loop)
+            task_status.started()
+            await self._timer_loop()
+
+    async def _load_partitions(self) -> None:
+        started = time.monotonic()
+        coordinator = self.coordinator
+        for partition in sorted(coordinator.loading):
+            records = await trio.to_thread.run_sync(lambda p=partition: list(self.offsets_log.read(p)))
+            coordinator.load(partition, _now_ms(), records)
+            self._wakeup.set()
+        log.info("loaded %d groups' offsets partitions in %.2f s", coordinator.num_partitions, time.monotonic() - started)
+
+    async def _timer_loop(self) -> None:
+        while True:
+            deadline = self.coordinator.tick(_now_ms())
+            self._wakeup = trio.Event()
+            if deadline is None:
+                await self._wakeup.wait()
+            else:
+                with trio.move_on_after(max(0, deadline - _now_ms()) / 1000):
+                    await self._wakeup.wait()
+
+    async def _expire_offsets_loop(self) -> None:
+        while True:
+            await trio.sleep(self._retention_check_ms / 1000)
+            if not self.coordinator.loading:
+                self.coordinator.expire_offsets(_now_ms())
