@@ -67,9 +67,14 @@ def main(argv: list[str] | None = None) -> int:
     steps = {"produce": bench.produce, "consume": lambda: [bench.consume()], "e2e": lambda: [bench.e2e()],
              "scaling": bench.scaling, "fetch": bench.fetch, "restart": bench.restart,
              "kafka-python": bench.kafka_python}
+    failures = []
     for section in SECTIONS:
         if section in settings.sections:
-            outcomes += steps[section]()
+            try:
+                outcomes += steps[section]()
+            except Exception as exc:  # one broken section must not lose the others' numbers
+                log.exception("section %s failed", section)
+                failures.append(f"{section}: {type(exc).__name__}: {exc}")
     args.out.mkdir(parents=True, exist_ok=True)
     profiles = []
     if settings.profile:
@@ -78,15 +83,15 @@ def main(argv: list[str] | None = None) -> int:
         profiles = record(bench, args.out / started)
     info["load_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     elapsed = time.monotonic() - t0
-    md = markdown(outcomes, settings, info, command, started, elapsed, profiles)
+    md = markdown(outcomes, settings, info, command, started, elapsed, profiles, failures)
     (args.out / f"{started}.md").write_text(md)
     (args.out / f"{started}.json").write_text(json.dumps(as_json(outcomes, settings, info, command, started,
-                                                                  elapsed, profiles), indent=1))
-    if not settings.quick and set(settings.sections) == set(SECTIONS):
+                                                                  elapsed, profiles, failures), indent=1))
+    if not settings.quick and set(settings.sections) == set(SECTIONS) and not failures:
         (HERE / "LATEST.md").write_text(md)
     print(md)
     log.info("wrote %s", args.out / f"{started}.md")
-    return 0
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -139,7 +139,7 @@ class Bench:
             spec = {"mode": f"{client}.consume", "topic": topic, "partitions": 8, "count": count, "size": KIB}
             return throughput(run_load(broker, [spec], timeout=900))
 
-        label = "librdkafka" if client == "rdkafka" else client
+        label = "librdkafka" if client == "rdkafka" else "kafka-python"
         name = f"consume from earliest, {mb} MiB backlog of 1 KiB, 8 partitions ({label})"
         return self.paired(CaseOutcome(section, name, {"backlog_mb": mb, "client": label}, THROUGHPUT),
                            run_once, setup)
@@ -159,7 +159,8 @@ class Bench:
             run = run_load(broker, [consumer, producer], timeout=seconds + 60)
             got, sent = run.results
             return {"p50_ms": got.get("p50_ms"), "p99_ms": got.get("p99_ms"), "max_ms": got.get("max_ms"),
-                    "received": got["received"], "errors": sent["errors"] + (sent["sent"] - got["received"])}
+                    "received": got["received"], "errors": sent["errors"] + (sent["sent"] - got["received"]),
+                    "worst_ms_by_second": got.get("worst_ms_by_second")}
 
         name = f"end-to-end latency, {rate} msg/s paced, 1 KiB, acks=all, linger 0, fetch.wait.max.ms 500"
         metrics = [Metric("p50_ms", "p50 ms", False), Metric("p99_ms", "p99 ms", False),

@@ -13,7 +13,7 @@ def produce(spec: dict) -> dict:
     """Send `count` messages of `size` bytes with one KafkaProducer (linger 5 ms, 1 MiB batches)."""
     producer = KafkaProducer(
         bootstrap_servers=spec["bootstrap"], acks=1 if spec.get("acks", "1") == "1" else "all",
-        linger_ms=5, batch_size=1 << 20, max_request_size=1 << 21, buffer_memory=256 << 20,
+        linger_ms=5, batch_size=1 << 20, max_request_size=1 << 21,
         compression_type=None if spec.get("compression", "none") == "none" else spec["compression"],
     )
     producer.partitions_for(spec["topic"])  # connect and load metadata before the clock starts

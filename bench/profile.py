@@ -54,7 +54,7 @@ def summarize(raw: Path, top: int = 15) -> dict:
 def record(bench: Bench, out_dir: Path) -> list[dict]:
     """Profile Logway during the reference produce load (1 KiB, 8 partitions, acks=all) and a full consume."""
     profiles = []
-    count = bench.s.produce_mb * 2 * MB // KIB
+    count = max(bench.s.produce_mb * 2, bench.s.consume_mb) * MB // KIB
     with bench.brokers(("logway",)) as (broker,):
         topic = new_topic(broker, 8, "profile")
         loads = [

@@ -36,7 +36,7 @@ def machine() -> dict:
         mem_kb = int(f.readline().split()[1])
     return {"cpu": model, "cores": os.cpu_count(), "memory_gb": round(mem_kb / 1024 / 1024, 1),
             "kernel": platform.release(), "python": platform.python_version(),
-            "confluent_kafka": confluent_kafka.version()[0], "librdkafka": confluent_kafka.libversion()[0],
+            "confluent_kafka": confluent_kafka.__version__, "librdkafka": confluent_kafka.libversion()[0],
             "kafka_python": kafka.__version__, "load_avg": os.getloadavg()}
 
 
@@ -137,7 +137,7 @@ def targets(outcomes: list[CaseOutcome]) -> list[dict]:
 
 
 def markdown(outcomes: list[CaseOutcome], settings: Settings, info: dict, command: str, started: str,
-             elapsed_s: float, profiles: list[dict]) -> str:
+             elapsed_s: float, profiles: list[dict], failures: list[str]) -> str:
     lines = [f"# Logway vs Tansu 0.6.0 (memory engine) — {started}", "",
              f"Command: `{command}` · git {info.get('git', '')} · {elapsed_s / 60:.1f} min · "
              f"{settings.runs} runs per case, alternating which broker goes first", "",
@@ -148,6 +148,8 @@ def markdown(outcomes: list[CaseOutcome], settings: Settings, info: dict, comman
              "", "Logway keeps its data on disk (temp dir, no fsync per write); Tansu keeps it in RAM. "
              "MB/s is 10^6 bytes of message value per second; CPU s/GB is the broker's utime+stime during the "
              "load window per 10^9 bytes moved; peak RSS is VmHWM of the broker process over the case.", ""]
+    if failures:
+        lines += ["## Failed sections", ""] + [f"- {f}" for f in failures] + [""]
     lines += ["## Targets", "", "| target | verdict | figure |", "| --- | --- | --- |"]
     lines += [f"| {t['target']} | {t['verdict']} | {t['detail']} |" for t in targets(outcomes)]
     for section, title in SECTION_TITLES.items():
@@ -167,7 +169,7 @@ def markdown(outcomes: list[CaseOutcome], settings: Settings, info: dict, comman
 
 
 def as_json(outcomes: list[CaseOutcome], settings: Settings, info: dict, command: str, started: str,
-            elapsed_s: float, profiles: list[dict]) -> dict:
+            elapsed_s: float, profiles: list[dict], failures: list[str]) -> dict:
     return {"started": started, "command": command, "elapsed_s": elapsed_s, "machine": info,
             "settings": asdict(settings), "targets": targets(outcomes), "cases": [o.to_json() for o in outcomes],
-            "profiles": profiles}
+            "profiles": profiles, "failures": failures}
