@@ -1,0 +1,24 @@
+"""py-spy collapsed stacks turned into the hot-spot table."""
+
+from pathlib import Path
+
+from bench.profile import summarize
+
+
+def test_self_and_inclusive_shares_merge_line_numbers(tmp_path: Path):
+    raw = tmp_path / "raw.txt"
+    raw.write_text(
+        "main (gateway/cli.py:50);run (gateway/connection.py:10);read_frame (gateway/connection.py:40) 30\n"
+        "main (gateway/cli.py:50);run (gateway/connection.py:10);read_frame (gateway/connection.py:41) 10\n"
+        "main (gateway/cli.py:50);run (gateway/connection.py:12);append (storage/segment.py:7) 40\n"
+        "main (gateway/cli.py:50);get_events (trio/_core/_io_epoll.py:9) 20\n"
+    )
+    s = summarize(raw)
+    assert s["samples"] == 100
+    top = {row["function"]: row for row in s["top"]}
+    assert top["read_frame (gateway/connection.py)"]["self_pct"] == 40.0
+    assert top["append (storage/segment.py)"]["self_pct"] == 40.0
+    inclusive = {row["function"]: row["total_pct"] for row in s["top_total"]}
+    assert inclusive["run (gateway/connection.py)"] == 80.0
+    assert "main (gateway/cli.py)" not in inclusive  # entry points say nothing about where to fix
+    assert not any("trio" in f for f in inclusive)  # only Logway's own code in the inclusive list
