@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from report import MATRIX_MD, Matrix
+
+# The suite runs with --import-mode=importlib, which does not put test folders on sys.path; the matrix's
+# helper modules (records, programs, report) are imported by plain name from this folder.
+sys.path.insert(0, str(Path(__file__).parent))
+
+from report import MATRIX_MD, Matrix  # noqa: E402
 
 _matrix = Matrix()
 

@@ -140,7 +140,7 @@ async def _group(bootstrap: str) -> None:
     await b.start()
     got: dict[str, list[Got]] = {"a": [], "b": []}
     try:
-        deadline = time.monotonic() + 45
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             got["a"] += _gots(await a.getmany(timeout_ms=100), "a")
             got["b"] += _gots(await b.getmany(timeout_ms=100), "b")
@@ -164,7 +164,7 @@ async def _group(bootstrap: str) -> None:
     await c.start()
     resumed: list[Got] = []
     try:
-        deadline = time.monotonic() + 45
+        deadline = time.monotonic() + 30
         while len(resumed) < len(second) and time.monotonic() < deadline:
             resumed += _gots(await c.getmany(timeout_ms=200), "c")
         resumed += _gots(await c.getmany(timeout_ms=300), "c")

@@ -122,7 +122,7 @@ def test_group(bootstrap: str) -> None:
 
     a, b = member(), member()
     try:
-        deadline = time.monotonic() + 45
+        deadline = time.monotonic() + 30
         got: dict[str, list[Got]] = {"a": [], "b": []}
         while time.monotonic() < deadline:
             got["a"] += _gots(a.poll(timeout_ms=100), "a")
@@ -147,7 +147,7 @@ def test_group(bootstrap: str) -> None:
     c = member()
     try:
         resumed: list[Got] = []
-        deadline = time.monotonic() + 45
+        deadline = time.monotonic() + 30
         while len(resumed) < len(second) and time.monotonic() < deadline:
             resumed += _gots(c.poll(timeout_ms=200), "c")
         resumed += _gots(c.poll(timeout_ms=300), "c")

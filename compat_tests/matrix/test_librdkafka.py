@@ -164,7 +164,7 @@ def test_group(bootstrap: str) -> None:
     try:
         a.subscribe([topic])
         b.subscribe([topic])
-        deadline = time.monotonic() + 45
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             got["a"] += [_got(m, "a") for m in a.consume(100, 0.1)]
             got["b"] += [_got(m, "b") for m in b.consume(100, 0.1)]
@@ -188,7 +188,7 @@ def test_group(bootstrap: str) -> None:
     resumed: list[Got] = []
     try:
         c.subscribe([topic])
-        deadline = time.monotonic() + 45
+        deadline = time.monotonic() + 30
         while len(resumed) < len(second) and time.monotonic() < deadline:
             resumed += [_got(m, "c") for m in c.consume(100, 0.2)]
         resumed += [_got(m, "c") for m in c.consume(100, 0.3)]

@@ -97,16 +97,28 @@ async function produceSpec (kafka, topic, specs, producerOptions = {}) {
   }
 }
 
+// A consumer whose run() loop crashed (e.g. no group coordinator) fails the scenario at once with its error.
+function watchCrash (consumer) {
+  const state = { error: null }
+  consumer.on(consumer.events.CRASH, (e) => { state.error = e.payload.error })
+  state.check = () => { if (state.error) throw state.error }
+  return state
+}
+
 // kafkajs consumers always join a group; read with a fresh group from the beginning until `expected` records.
 async function consumeAll (kafka, topic, expected, tag = 'all', groupId = `reader-${topic}-${Date.now()}`) {
   const consumer = kafka.consumer({ groupId, sessionTimeout: 10000, heartbeatInterval: 1000 })
   const records = []
+  const crash = watchCrash(consumer)
   await consumer.connect()
   try {
     await consumer.subscribe({ topics: [topic], fromBeginning: true })
     await consumer.run({ autoCommit: false, eachMessage: async ({ partition, message }) => { records.push([partition, message]) } })
     const deadline = Date.now() + 30000
-    while (records.length < expected && Date.now() < deadline) await sleep(50)
+    while (records.length < expected && Date.now() < deadline) {
+      crash.check()
+      await sleep(50)
+    }
     await sleep(500)
   } finally {
     await consumer.disconnect()
@@ -177,7 +189,7 @@ async function group (bootstrap, topic, groupId, firstFile, secondFile) {
   await createTopic(kafka, topic, 4)
   const member = async (name) => {
     const consumer = kafka.consumer({ groupId, sessionTimeout: 10000, heartbeatInterval: 1000, rebalanceTimeout: 10000 })
-    const state = { name, consumer, records: [], assigned: 0, next: {} }
+    const state = { name, consumer, records: [], assigned: 0, next: {}, crash: watchCrash(consumer) }
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
       state.assigned = (e.payload.memberAssignment[topic] || []).length
     })
@@ -195,15 +207,23 @@ async function group (bootstrap, topic, groupId, firstFile, secondFile) {
   step('join two members')
   const a = await member('a')
   const b = await member('b')
-  let deadline = Date.now() + 45000
-  while (!(a.assigned > 0 && b.assigned > 0 && a.assigned + b.assigned === 4) && Date.now() < deadline) await sleep(50)
+  let deadline = Date.now() + 30000
+  while (!(a.assigned > 0 && b.assigned > 0 && a.assigned + b.assigned === 4) && Date.now() < deadline) {
+    a.crash.check()
+    b.crash.check()
+    await sleep(50)
+  }
   fact('assigned.a', a.assigned)
   fact('assigned.b', b.assigned)
   step('produce first')
   await produceSpec(kafka, topic, first)
   step('consume first')
   deadline = Date.now() + 30000
-  while (a.records.length + b.records.length < first.length && Date.now() < deadline) await sleep(50)
+  while (a.records.length + b.records.length < first.length && Date.now() < deadline) {
+    a.crash.check()
+    b.crash.check()
+    await sleep(50)
+  }
   await sleep(300)
   for (const m of [a, b]) {
     step(`commit ${m.name}`)
@@ -226,7 +246,10 @@ async function group (bootstrap, topic, groupId, firstFile, secondFile) {
   step('resume')
   const c = await member('c')
   deadline = Date.now() + 45000
-  while (c.records.length < second.length && Date.now() < deadline) await sleep(50)
+  while (c.records.length < second.length && Date.now() < deadline) {
+    c.crash.check()
+    await sleep(50)
+  }
   await sleep(300)
   await c.consumer.disconnect()
   for (const [p, msg] of c.records) printRecord('c', p, msg)
