@@ -123,6 +123,7 @@ class ServerConfig:
 
     def __post_init__(self) -> None:
         given = dict(self.properties)
+        self.given_properties = given
         merged = dict(BROKER_DEFAULTS)
         merged.update(given)
         self.properties = merged

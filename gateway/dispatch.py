@@ -15,9 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.apis import (
     api_versions,
+    create_partitions,
     create_topics,
     delete_groups,
     delete_topics,
+    describe_cluster,
+    describe_configs,
     describe_groups,
     fetch,
     find_coordinator,
@@ -31,6 +34,7 @@ from gateway.apis import (
     offset_commit,
     offset_delete,
     offset_fetch,
+    offset_for_leader_epoch,
     produce,
     sync_group,
 )
@@ -71,6 +75,10 @@ API_MODULES: tuple[ModuleType, ...] = (
     list_groups,
     delete_groups,
     offset_delete,
+    describe_cluster,
+    describe_configs,
+    create_partitions,
+    offset_for_leader_epoch,
 )
 REGISTRY: dict[int, ModuleType] = {m.API_KEY: m for m in API_MODULES}
 

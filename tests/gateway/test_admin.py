@@ -66,3 +66,26 @@ def test_auto_creation_can_be_disabled(tmp_path, topic_name):
         assert topic_name not in gw.broker.logs.topics
     finally:
         gw.stop()
+
+
+def test_create_partitions_and_describe_configs(admin, topic_name):
+    from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
+
+    admin.create_topics([NewTopic(topic_name, num_partitions=2, replication_factor=1,
+                                  topic_configs={"cleanup.policy": "compact", "retention.ms": "12345"})])
+    admin.create_partitions({topic_name: NewPartitions(total_count=5)})
+    assert len(admin.describe_topics([topic_name])[0]["partitions"]) == 5
+
+    described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic_name)])
+    configs = described["topic"][topic_name]  # kafka-python lists the non-default values
+    assert configs["retention.ms"]["value"] == "12345"
+    assert configs["retention.ms"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
+    assert configs["cleanup.policy"]["value"] == "compact"
+    assert "segment.bytes" not in configs
+
+
+def test_describe_cluster(logway, admin):
+    cluster = admin.describe_cluster()
+    assert cluster["controller_id"] == 1
+    assert cluster["brokers"] == [{"broker_id": 1, "host": "127.0.0.1", "port": logway.port, "rack": None}]
+    assert len(cluster["cluster_id"]) == 22  # Kafka's base64 UUID format

@@ -1,0 +1,95 @@
+"""DescribeConfigs (key 32), v1-v4.
+
+Resources: topics (type 2) with every topic-level property of storage.config.LogConfig, and this broker
+(type 4, named by its node id) with its properties. Sources as Kafka reports them: TOPIC_CONFIG (1) for a
+topic override, STATIC_BROKER_CONFIG (4) for a value from server.properties or the command line,
+DEFAULT_CONFIG (5) otherwise. v1: include_synonyms, config_source; v3: include_documentation and
+config_type; v4: flexible. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, other resource types
+INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gateway.config import BROKER_DEFAULTS
+from storage.config import BROKER_TO_TOPIC, LogConfig
+from wire.errors import ErrorCode
+from wire.protocol import build, response_type
+
+API_KEY = 32
+MIN_VERSION = 1
+MAX_VERSION = 4
+
+TOPIC = 2
+BROKER = 4
+SOURCE_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
+# DescribeConfigsResponse ConfigType values.
+_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7}
+_TOPIC_KINDS = {f.metadata["name"]: f.metadata["kind"] for f in dataclasses.fields(LogConfig)}
+
+
+def _broker_value_given(broker, topic_name: str) -> bool:
+    given = broker.config.given_properties
+    return any(b in given for b, t in BROKER_TO_TOPIC.items() if t == topic_name)
+
+
+def _entry(name: str, value: str, source: int, kind: str | None, synonyms: list[dict]) -> dict:
+    return {"name": name, "value": value, "read_only": False, "config_source": source, "is_sensitive": False,
+            "synonyms": synonyms, "config_type": _TYPES.get(kind or "", 0), "documentation": None}
+
+
+def _topic_configs(broker, name: str, with_synonyms: bool) -> list[dict]:
+    topic = broker.logs.topics[name]
+    out = []
+    for key, value in sorted(topic.config.to_properties().items()):
+        if key in topic.overrides:
+            source = SOURCE_TOPIC
+        elif _broker_value_given(broker, key):
+            source = SOURCE_STATIC_BROKER
+        else:
+            source = SOURCE_DEFAULT
+        synonyms = [{"name": key, "value": value, "source": source}] if with_synonyms else []
+        out.append(_entry(key, value, source, _TOPIC_KINDS.get(key), synonyms))
+    return out
+
+
+def _broker_configs(broker, with_synonyms: bool) -> list[dict]:
+    given = broker.config.given_properties
+    out = []
+    for key, value in sorted(broker.config.properties.items()):
+        source = SOURCE_STATIC_BROKER if key in given else SOURCE_DEFAULT
+        kind = _TOPIC_KINDS.get(BROKER_TO_TOPIC.get(key, ""))
+        if kind is None and key in BROKER_DEFAULTS:
+            kind = "BOOLEAN" if value in ("true", "false") else ("LONG" if value.lstrip("-").isdigit() else "STRING")
+        synonyms = [{"name": key, "value": value, "source": source}] if with_synonyms else []
+        out.append(_entry(key, value, source, kind, synonyms))
+    return out
+
+
+async def handle(ctx, request):
+    broker = ctx.broker
+    results = []
+    for r in request.resources:
+        result = {"error_code": ErrorCode.none, "error_message": None, "resource_type": r.resource_type,
+                  "resource_name": r.resource_name, "configs": []}
+        if r.resource_type == TOPIC:
+            if r.resource_name not in broker.logs.topics:
+                result.update(error_code=ErrorCode.unknown_topic_or_partition,
+                              error_message=f"Topic {r.resource_name} does not exist")
+            else:
+                result["configs"] = _topic_configs(broker, r.resource_name, request.include_synonyms)
+        elif r.resource_type == BROKER:
+            if r.resource_name not in ("", str(broker.node_id)):
+                result.update(error_code=ErrorCode.invalid_request,
+                              error_message=f"Unexpected broker id, expected {broker.node_id}, but received {r.resource_name}")
+            else:
+                result["configs"] = _broker_configs(broker, request.include_synonyms)
+        else:
+            result.update(error_code=ErrorCode.invalid_request,
+                          error_message=f"Unsupported resource type {r.resource_type}")
+        if r.configuration_keys is not None and result["configs"]:
+            wanted = set(r.configuration_keys)
+            result["configs"] = [c for c in result["configs"] if c["name"] in wanted]
+        results.append(result)
+    return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "results": results})
