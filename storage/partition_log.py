@@ -1,9 +1,22 @@
 """One topic-partition's log: segments, offsets, idempotent-producer state, reads and recovery (Kafka's UnifiedLog).
 
-Threading: every method runs on the event-loop thread except `flush`, which a worker thread may
-run concurrently. The segment list is an immutable tuple replaced on roll and delete
-(copy-on-write, seed 001), so `flush` and reads work on a consistent snapshot without locks;
-`flush` only fsyncs descriptors of that snapshot and then sets one int (the recovery point).
+Threading: every method runs on the event-loop thread except `flush` and `compact`, which a
+worker thread may run concurrently. The segment list is an immutable tuple replaced on roll,
+delete and compaction swap (copy-on-write, seed 001), so `flush`, `compact` and reads work on a
+consistent snapshot without locks; `flush` only fsyncs descriptors of that snapshot and then
+sets one int (the recovery point).
+
+Compaction is two calls: `compact` (worker thread) reads inactive segments of its snapshot and
+writes ``.cleaned`` segments; `finish_compaction` (loop thread, no lock needed) swaps them into
+the tuple if their sources are still live. While a compaction runs the loop defers closing the
+files of removed segments, so the worker never reads a closed (or reused) descriptor.
+
+Crash safety of the swap follows Kafka's LocalLog.replaceSegments: ``.cleaned`` files are
+fsynced, renamed ``.swap`` (the log file last: a ``<base>.log.swap`` commits the swap), the
+sources are renamed ``.deleted``, then the ``.swap`` files get their final names. Loading
+deletes ``.cleaned`` files (an unfinished compaction: the old segments stay) and completes a
+``.swap`` (the segments it replaced are deleted first), so a kill at any point recovers either
+the old or the new segments.
 """
 
 from __future__ import annotations
@@ -16,6 +29,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from storage.cleaner import (
+    CleanableRange,
+    CleanerConfig,
+    CompactionResult,
+    CompactionStats,
+    clean_log,
+    cleanable_range,
+    discard,
+)
 from storage.config import LogConfig
 from storage.errors import (
     CorruptRecord,
@@ -26,17 +48,30 @@ from storage.errors import (
     RecordBatchTooLarge,
     RecordTooLarge,
 )
+from storage.log_validator import convert_batches
 from storage.producer_state import BatchMetadata, ProducerStateManager
-from storage.segment import DELETED_SUFFIX, LOG_SUFFIX, BatchEntry, LogSegment
+from storage.segment import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    BatchEntry,
+    LogSegment,
+    segment_name,
+)
 from wire.batch import (
     NO_PRODUCER_ID,
     CorruptBatch,
     compute_crc,
+    iter_headers,
     patch_base_offset,
     patch_leader_epoch,
     patch_log_append_time,
     validate_batch,
 )
+from wire.compression import codec_for_compression_type
 
 NO_TIMESTAMP = -1
 
@@ -54,6 +89,8 @@ class AppendResult:
     log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
     log_start_offset: int
     duplicate: bool = False
+    # flush.messages reached: the caller must run `flush` (in a worker thread) before acknowledging.
+    flush_needed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +118,8 @@ class PartitionLog:
         log_start_offset: int = 0,
         clean_shutdown: bool = False,
         clock_ms: Callable[[], int] | None = None,
+        cleaner_offset: int | None = None,
+        cleaner_config: CleanerConfig | None = None,
     ) -> None:
         self.dir = Path(directory)
         self.topic = topic
@@ -91,6 +130,12 @@ class PartitionLog:
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._dir_dirty = False
         self._closed = False
+        self.cleaner_config = cleaner_config or CleanerConfig()
+        self._cleaner_offset = cleaner_offset  # first dirty offset (Kafka's cleaner-offset-checkpoint entry)
+        self._compacting = False
+        self._compaction_failed = False
+        self._prepared: tuple[CompactionResult, int] | None = None
+        self._truncations = 0
         self._segments: tuple[LogSegment, ...] = ()
         self._bases: tuple[int, ...] = ()
         self._load(recovery_point, log_start_offset, clean_shutdown)
@@ -139,12 +184,21 @@ class PartitionLog:
         now = self._clock()
         self.dir.mkdir(parents=True, exist_ok=True)
         bases = []
+        swaps = []
         for name in os.listdir(self.dir):
-            if name.endswith((DELETED_SUFFIX, ".tmp")):
-                # Leftovers of an unfinished delete or write: Kafka removes them at load too.
+            if name.endswith((DELETED_SUFFIX, ".tmp", CLEANED_SUFFIX)):
+                # Leftovers of an unfinished delete, write or compaction: Kafka removes them at load too.
                 (self.dir / name).unlink(missing_ok=True)
+            elif name.endswith(SWAP_SUFFIX):
+                stem = name[: -len(SWAP_SUFFIX)]
+                if stem.endswith(LOG_SUFFIX) and stem[: -len(LOG_SUFFIX)].isdigit():
+                    swaps.append(int(stem[: -len(LOG_SUFFIX)]))
+                else:
+                    (self.dir / name).unlink(missing_ok=True)  # a swapped segment's indexes are rebuilt
             elif name.endswith(LOG_SUFFIX) and name[: -len(LOG_SUFFIX)].isdigit():
                 bases.append(int(name[: -len(LOG_SUFFIX)]))
+        for base in sorted(swaps):
+            self._complete_swap(base, bases, now)
         bases.sort()
         segments: list[LogSegment] = []
         try:
@@ -174,6 +228,27 @@ class PartitionLog:
         self._recovery_point = self._log_end_offset if clean_shutdown else min(recovery_point, self._log_end_offset)
         self._last_flush_ms = now
         self._rebuild_producer_state()
+
+    def _complete_swap(self, base: int, bases: list[int], now: int) -> None:
+        """Finish a compaction swap a crash interrupted (Kafka's LogLoader with ``.swap`` files).
+
+        The ``.swap`` segment is complete (fsynced before it was renamed). Every plain segment
+        whose base offset lies in its offset range is one of the segments it replaced (the first
+        shares its base offset); those go, then the swap file takes its final name.
+        """
+        seg = LogSegment(self.dir, base, self.config, created_ms=now, suffix=SWAP_SUFFIX)
+        try:
+            seg.recover()
+            end = max(seg.end_offset, base + 1)
+            for old in [b for b in bases if base <= b < end]:
+                stem = segment_name(old)
+                for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX):
+                    (self.dir / (stem + suffix)).unlink(missing_ok=True)
+                bases.remove(old)
+            seg.change_suffix("")
+        finally:
+            seg.close()
+        bases.append(base)
 
     def _rebuild_producer_state(self) -> None:
         """Newest snapshot at or below the log end, then the batch headers after it (no record is read)."""
@@ -256,6 +331,27 @@ class PartitionLog:
             headers.append((pos, header))
             pos += header.size
 
+        codec = codec_for_compression_type(cfg.compression_type)
+        if cfg.compact_enabled or codec is not None:
+            converted = convert_batches(
+                view,
+                headers,
+                topic_partition=f"{self.topic}-{self.partition}",
+                compacted=cfg.compact_enabled,
+                codec=codec,
+                max_message_bytes=cfg.max_message_bytes,
+            )
+            if converted is not None:
+                # Recompressed to the topic's compression.type (LogValidator): the rebuilt bytes are what gets written.
+                view = memoryview(converted)
+                total = len(view)
+                headers = list(iter_headers(view, check_crc=False))
+                if total > cfg.segment_bytes:
+                    raise RecordBatchTooLarge(
+                        f"Message batch size is {total} bytes in append to partition {self.topic}-{self.partition} "
+                        f"which exceeds the maximum configured segment size of {cfg.segment_bytes}."
+                    )
+
         if idempotent:
             duplicate = self._producers.check(idempotent)
             if duplicate is not None:
@@ -303,13 +399,13 @@ class PartitionLog:
                 )
                 self._producers.update(header.producer_id, header.producer_epoch, meta)
 
-        if self._log_end_offset - self._recovery_point >= cfg.flush_messages:
-            self.flush()  # flush.messages: synchronous by definition
         return AppendResult(
             first_offset,
             next_offset - 1,
             now_ms if cfg.log_append_time else NO_TIMESTAMP,
             self._log_start_offset,
+            # flush.messages: the caller fsyncs (off the event loop) before answering the producer.
+            flush_needed=self._log_end_offset - self._recovery_point >= cfg.flush_messages,
         )
 
     def _check_timestamps(self, base_timestamp: int, max_timestamp: int, now_ms: int) -> None:
@@ -333,10 +429,7 @@ class PartitionLog:
         segment = LogSegment(self.dir, self._log_end_offset, self.config, created_ms=now_ms)
         if segment.size:
             # A stray file with this name cannot hold live data (its offsets are not in the log).
-            segment.offset_index.reset()
-            segment.time_index.reset()
-            os.ftruncate(segment.fd, 0)
-            segment.size = 0
+            segment.reset()
         self._set_segments(self._segments + (segment,))
         self._dir_dirty = True
         self._producers.write_snapshot(self._log_end_offset, sync=False)
@@ -461,6 +554,9 @@ class PartitionLog:
             self._log_end_offset = self._segments[-1].end_offset
         self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
         self._recovery_point = min(self._recovery_point, self._log_end_offset)
+        self._truncations += 1  # a compaction planned before this point is not swapped in
+        if self._cleaner_offset is not None and self._cleaner_offset > self._log_end_offset:
+            self._cleaner_offset = self._log_end_offset  # Kafka's maybeTruncateCheckpoint
         self._producers.delete_snapshots(above=self._log_end_offset)
         self._rebuild_producer_state()
 
@@ -500,7 +596,9 @@ class PartitionLog:
         self._pending_deletes.append((now_ms + self.config.file_delete_delay_ms, seg))
 
     def delete_pending_segments(self, now_ms: int) -> None:
-        """Unlink segments whose delete delay has passed."""
+        """Unlink segments whose delete delay has passed (later, while a compaction may still read them)."""
+        if self._compacting:
+            return
         keep = []
         for deadline, seg in self._pending_deletes:
             if deadline <= now_ms:
@@ -508,6 +606,97 @@ class PartitionLog:
             else:
                 keep.append((deadline, seg))
         self._pending_deletes = keep
+
+    # -- compaction --------------------------------------------------------------------------------
+
+    @property
+    def cleaner_offset(self) -> int | None:
+        """The first dirty offset recorded by the last compaction (None before the first)."""
+        return self._cleaner_offset
+
+    @property
+    def compacting(self) -> bool:
+        """Whether `compact` has started and `finish_compaction` has not run yet."""
+        return self._compacting
+
+    @property
+    def compaction_failed(self) -> bool:
+        """Whether the last compaction raised (Kafka then marks the partition uncleanable)."""
+        return self._compaction_failed
+
+    def cleanable_range(self, now_ms: int) -> CleanableRange:
+        """Dirty section, cleanable bytes and ratio as Kafka's LogCleanerManager computes them (loop thread)."""
+        return cleanable_range(
+            self._segments, self._log_start_offset, self._log_end_offset, self._cleaner_offset, self.config, now_ms
+        )
+
+    def compact(self, now_ms: int) -> CompactionStats:
+        """Compact the cleanable dirty section into ``.cleaned`` segments; safe in a worker thread.
+
+        Reads only inactive segments of the tuple as it is now and writes new files; the loop
+        thread keeps appending and reading meanwhile. Nothing is visible until the loop thread
+        calls `finish_compaction`, which must follow every call (also when this one raised).
+        """
+        if self._compacting:
+            raise RuntimeError(f"a compaction of {self.topic}-{self.partition} is already in progress")
+        # Set before taking the snapshot: from here on the loop keeps removed segments' files open.
+        self._compacting = True
+        try:
+            segments, truncations = self._segments, self._truncations
+            log_start, log_end = self._log_start_offset, self._log_end_offset
+            rng = cleanable_range(segments, log_start, log_end, self._cleaner_offset, self.config, now_ms)
+            result = clean_log(
+                self.dir, segments, rng, self.config, self.cleaner_config, self._producers.last_data_offsets(), now_ms
+            )
+        except BaseException:
+            self._compaction_failed = True
+            self._compacting = False
+            raise
+        self._compaction_failed = False
+        self._prepared = (result, truncations)
+        return result.stats
+
+    def finish_compaction(self) -> bool:
+        """Swap the segments `compact` wrote into the live tuple (loop thread; a few renames, no fsync).
+
+        A group whose source segments are no longer all live (retention or truncation got there
+        first) is discarded. Returns whether any cleaned segment was swapped in.
+        """
+        prepared, self._prepared = self._prepared, None
+        self._compacting = False
+        if prepared is None:
+            return False
+        result, truncations = prepared
+        if self._closed or truncations != self._truncations:
+            discard(result)
+            return False
+        now = self._clock()
+        swapped = False
+        for group in result.groups:
+            if self._swap_in(group.sources, group.cleaned, now):
+                swapped = True
+            else:
+                group.cleaned.delete_files()
+        result.groups.clear()
+        self._cleaner_offset = min(max(result.stats.end_offset, self._cleaner_offset or 0), self._log_end_offset)
+        return swapped
+
+    def _swap_in(self, sources: tuple[LogSegment, ...], cleaned: LogSegment, now_ms: int) -> bool:
+        """Replace ``sources`` (if still live and consecutive) by ``cleaned`` with Kafka's rename order."""
+        segments = self._segments
+        try:
+            i = segments.index(sources[0])
+        except ValueError:
+            return False
+        if segments[i : i + len(sources)] != sources or i + len(sources) >= len(segments):
+            return False
+        cleaned.change_suffix(SWAP_SUFFIX)  # from here a crash completes the swap at load
+        self._set_segments(segments[:i] + (cleaned,) + segments[i + len(sources) :])
+        for seg in sources:
+            self._schedule_delete(seg, now_ms)
+        cleaned.change_suffix("")
+        self._dir_dirty = True
+        return True
 
     def expire_producers(self, now_ms: int) -> None:
         """Drop idempotent producers idle longer than producer.id.expiration.ms."""
@@ -524,6 +713,10 @@ class PartitionLog:
 
     def _close_files(self) -> None:
         self._closed = True
+        if self._prepared is not None:
+            discard(self._prepared[0])
+            self._prepared = None
+        self._compacting = False
         for seg in self._segments:
             seg.close()
         for _, seg in self._pending_deletes:

@@ -136,6 +136,20 @@ class ProducerStateManager:
             entry.batches.append(meta)
             entry.last_timestamp = max(entry.last_timestamp, meta.timestamp)
 
+    def last_data_offsets(self) -> dict[int, int]:
+        """Producer id -> last offset of its newest data batch (what compaction must keep, Kafka's lastRecordsOfActiveProducers).
+
+        Safe to call from a worker thread while the loop thread appends: it copies the entries in
+        one step and tolerates a batch deque being cleared under it.
+        """
+        result = {}
+        for pid, entry in list(self.producers.items()):
+            try:
+                result[pid] = entry.batches[-1].last_offset
+            except IndexError:
+                continue
+        return result
+
     def expire(self, now_ms: int, expiration_ms: int = PRODUCER_ID_EXPIRATION_MS) -> None:
         """Forget producers silent for producer.id.expiration.ms (by their last batch timestamp, as Kafka)."""
         expired = [pid for pid, e in self.producers.items() if now_ms - e.last_timestamp >= expiration_ms]

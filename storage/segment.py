@@ -32,6 +32,8 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"  # Kafka's LogFileUtils.DELETED_FILE_SUFFIX
+CLEANED_SUFFIX = ".cleaned"  # Kafka's CLEANED_FILE_SUFFIX: a compaction output not yet committed
+SWAP_SUFFIX = ".swap"  # Kafka's SWAP_FILE_SUFFIX: a committed compaction output not yet renamed into place
 INT32_MAX = 2**31 - 1
 MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
 
@@ -52,16 +54,20 @@ def segment_name(base_offset: int) -> str:
 class LogSegment:
     """A segment's files, its size and offsets, and the running state its indexes need."""
 
-    def __init__(self, directory: Path, base_offset: int, config: LogConfig, *, created_ms: int) -> None:
+    def __init__(
+        self, directory: Path, base_offset: int, config: LogConfig, *, created_ms: int, suffix: str = ""
+    ) -> None:
         self.base_offset = base_offset
+        self.suffix = suffix  # "" for a live segment; CLEANED_SUFFIX / SWAP_SUFFIX while compaction writes it
         stem = directory / segment_name(base_offset)
-        self.log_path = stem.with_suffix(LOG_SUFFIX)
+        self.log_path = stem.with_suffix(LOG_SUFFIX + suffix)
+        index_path, time_index_path = stem.with_suffix(INDEX_SUFFIX + suffix), stem.with_suffix(TIME_INDEX_SUFFIX + suffix)
         # Kafka rebuilds the indexes of a segment whose index files are missing (LogLoader.loadSegmentFiles).
-        self._indexes_existed = stem.with_suffix(INDEX_SUFFIX).exists() and stem.with_suffix(TIME_INDEX_SUFFIX).exists()
+        self._indexes_existed = index_path.exists() and time_index_path.exists()
         self.fd = os.open(self.log_path, _FLAGS, 0o644)
         try:
-            self.offset_index = OffsetIndex(stem.with_suffix(INDEX_SUFFIX), base_offset, config.segment_index_bytes)
-            self.time_index = TimeIndex(stem.with_suffix(TIME_INDEX_SUFFIX), base_offset, config.segment_index_bytes)
+            self.offset_index = OffsetIndex(index_path, base_offset, config.segment_index_bytes)
+            self.time_index = TimeIndex(time_index_path, base_offset, config.segment_index_bytes)
         except OSError:
             os.close(self.fd)
             raise
@@ -293,6 +299,29 @@ class LogSegment:
         for index in (self.offset_index, self.time_index):
             index.rename(index.path.with_name(index.path.name + DELETED_SUFFIX))
 
+    def change_suffix(self, suffix: str) -> None:
+        """Rename the files from ``<name><old suffix>`` to ``<name><suffix>``: indexes first, the log last.
+
+        The log file's name is what recovery looks at (a ``.log.swap`` commits a compaction), so
+        renaming it last makes the log rename the single step that moves the segment's state.
+        """
+        for index in (self.offset_index, self.time_index):
+            index.rename(index.path.with_name(_strip(index.path.name, self.suffix) + suffix))
+        target = self.log_path.with_name(_strip(self.log_path.name, self.suffix) + suffix)
+        os.replace(self.log_path, target)
+        self.log_path = target
+        self.suffix = suffix
+
+    def reset(self) -> None:
+        """Empty the segment and its indexes (a stray file left where a new segment must start)."""
+        self.offset_index.reset()
+        self.time_index.reset()
+        os.ftruncate(self.fd, 0)
+        self.size = 0
+        self.end_offset = self.base_offset
+        self.max_timestamp = self.offset_of_max_timestamp = self.rolling_timestamp = -1
+        self._bytes_since_index = 0
+
     def delete_files(self) -> None:
         """Close and unlink the files."""
         self.close()
@@ -306,6 +335,10 @@ class LogSegment:
             self.fd = -1
         self.offset_index.close()
         self.time_index.close()
+
+
+def _strip(name: str, suffix: str) -> str:
+    return name[: -len(suffix)] if suffix else name
 
 
 def _scan_valid(fd: int, file_size: int) -> Iterator[tuple[int, BatchHeader]]:

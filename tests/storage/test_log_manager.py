@@ -56,7 +56,8 @@ def test_topics_survive_a_restart_with_ids_configs_and_data(make_manager, tmp_pa
     manager.create_topic("orders.v1", 3, {"retention.ms": "1000", "cleanup.policy": "compact"}, topic_id=topic_id)
     manager.create_topic("plain", 1)
     for p in range(3):
-        manager.get_partition("orders.v1", p).append(make_batch([b"p%d" % p] * (p + 1)), now_ms=NOW)
+        batch = make_batch([b"p%d" % p] * (p + 1), keys=[b"k%d" % i for i in range(p + 1)])
+        manager.get_partition("orders.v1", p).append(batch, now_ms=NOW)
     manager.close()
     assert (tmp_path / "a" / ".kafka_cleanshutdown").exists()
     metadata = (tmp_path / "a" / "orders.v1-0" / "partition.metadata").read_text()
@@ -181,7 +182,7 @@ def test_alter_config_applies_and_persists(make_manager):
     assert topic.config.retention_ms == LogConfig().retention_ms
 
 
-def test_flush_due_by_flush_ms_and_flush_messages_at_append(make_manager, clock):
+def test_flush_due_by_flush_ms_and_flush_needed_by_flush_messages(make_manager, clock):
     manager = make_manager(config=LogConfig.from_properties({"flush.ms": "1000"}))
     by_time = manager.create_topic("by-time", 1).partitions[0]
     by_count = manager.create_topic("by-count", 1, {"flush.messages": "3"}).partitions[0]
@@ -191,10 +192,13 @@ def test_flush_due_by_flush_ms_and_flush_messages_at_append(make_manager, clock)
     assert manager.flush_due(clock.now + 1000) == [by_time]
     by_time.flush()
     assert by_time.recovery_point == 1 and manager.flush_due(clock.now + 1000) == []
-    by_count.append(make_batch([b"1", b"2"]), now_ms=NOW)
-    assert by_count.recovery_point == 0
-    by_count.append(make_batch([b"3"]), now_ms=NOW)
-    assert by_count.recovery_point == 3  # flush.messages reached: fsynced during the append
+    assert not by_count.append(make_batch([b"1", b"2"]), now_ms=NOW).flush_needed
+    result = by_count.append(make_batch([b"3"]), now_ms=NOW)
+    # flush.messages reached: the append says so but never fsyncs on the caller's (event loop) thread.
+    assert result.flush_needed and by_count.recovery_point == 0
+    by_count.flush()
+    assert by_count.recovery_point == 3
+    assert not by_count.append(make_batch([b"4"]), now_ms=NOW).flush_needed
 
 
 def test_broker_properties_precedence():

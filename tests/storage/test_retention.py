@@ -70,7 +70,7 @@ def test_size_retention_never_deletes_the_active_segment(open_log):
 def test_compact_only_topics_are_not_subject_to_retention(open_log):
     plog = open_log({"segment.bytes": "200", "retention.bytes": "0", "cleanup.policy": "compact"})
     for _ in range(10):
-        plog.append(make_batch([b"k" * 100]), now_ms=NOW)
+        plog.append(make_batch([b"k" * 100], keys=[b"key"]), now_ms=NOW)
     assert plog.delete_old_segments(NOW + 30 * DAY) == 0
 
 
