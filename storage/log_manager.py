@@ -8,6 +8,7 @@ On disk, per log dir::
                                          metadata log; a single broker keeps them beside the data)
     <topic>-<partition>.<uuidhex>-delete  a deleted partition waiting for file.delete.delay.ms
     recovery-point-offset-checkpoint, log-start-offset-checkpoint
+    cleaner-offset-checkpoint            first dirty offset of each compacted partition
     .kafka_cleanshutdown                 present only between a clean close and the next open
 """
 
@@ -28,6 +29,7 @@ from storage.checkpoints import (
     read_checkpoint,
     write_checkpoint,
 )
+from storage.cleaner import CLEANER_OFFSET_CHECKPOINT, CleanerConfig
 from storage.config import LogConfig
 from storage.errors import (
     InvalidConfig,
@@ -62,11 +64,13 @@ class LogManager:
         default_config: LogConfig,
         *,
         clock_ms: Callable[[], int] | None = None,
+        cleaner_config: CleanerConfig | None = None,
     ) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is required")
         self.log_dirs = [Path(d) for d in log_dirs]
         self.default_config = default_config
+        self.cleaner_config = cleaner_config or CleanerConfig()
         self.topics: dict[str, Topic] = {}
         self._clock = clock_ms or _wall_clock_ms
         self._pending_deletes: list[tuple[int, PartitionLog]] = []
@@ -84,6 +88,7 @@ class LogManager:
                 clean = (log_dir / CLEAN_SHUTDOWN_FILE).exists()
                 recovery_points = read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
                 start_offsets = read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
+                cleaner_offsets = read_checkpoint(log_dir / CLEANER_OFFSET_CHECKPOINT)
                 for entry in sorted(os.listdir(log_dir)):
                     path = log_dir / entry
                     if not path.is_dir():
@@ -109,6 +114,8 @@ class LogManager:
                         log_start_offset=start_offsets.get(parsed, 0),
                         clean_shutdown=clean,
                         clock_ms=self._clock,
+                        cleaner_offset=cleaner_offsets.get(parsed),
+                        cleaner_config=self.cleaner_config,
                     )
             for name, logs in found.items():
                 topic_id, overrides = metadata[name]
@@ -155,6 +162,10 @@ class LogManager:
             write_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT, {(p.topic, p.partition): p.recovery_point for p in logs})
             write_checkpoint(
                 log_dir / LOG_START_OFFSET_CHECKPOINT, {(p.topic, p.partition): p.log_start_offset for p in logs}
+            )
+            write_checkpoint(
+                log_dir / CLEANER_OFFSET_CHECKPOINT,
+                {(p.topic, p.partition): p.cleaner_offset for p in logs if p.cleaner_offset is not None},
             )
         self._last_checkpoint_ms = self._clock()
 
@@ -235,8 +246,9 @@ class LogManager:
             plog.delete_old_segments(now)
             plog.delete_pending_segments(now)
             plog.expire_producers(now)
-        due = [plog for deadline, plog in self._pending_deletes if deadline <= now]
-        self._pending_deletes = [(d, p) for d, p in self._pending_deletes if d > now]
+        # A deleted topic's log that a compaction thread still reads waits for finish_compaction.
+        due = [plog for deadline, plog in self._pending_deletes if deadline <= now and not plog.compacting]
+        self._pending_deletes = [(d, p) for d, p in self._pending_deletes if d > now or p.compacting]
         for plog in due:
             plog.delete()
         if now - self._last_checkpoint_ms >= CHECKPOINT_INTERVAL_MS:
@@ -249,6 +261,32 @@ class LogManager:
             for plog in self._all_logs()
             if plog.has_unflushed() and now_ms - plog.last_flush_ms >= plog.config.flush_ms
         ]
+
+    def compaction_due(self, now_ms: int) -> list[PartitionLog]:
+        """Compacted logs to clean now, dirtiest first, at most log.cleaner.threads minus those running.
+
+        Kafka's LogCleanerManager.grabFilthiestCompactedLog: a log qualifies when its cleanable
+        ratio exceeds min.cleanable.dirty.ratio or a dirty segment is older than
+        max.compaction.lag.ms; logs being compacted and logs whose last compaction failed
+        (Kafka's uncleanable partitions) are skipped. Call on the event-loop thread, then for each
+        log ``plog.compact(now_ms)`` in a worker thread and ``plog.finish_compaction()`` back here.
+        """
+        cleaner = self.cleaner_config
+        if not cleaner.enable:
+            return []
+        logs = list(self._all_logs())
+        slots = cleaner.threads - sum(1 for plog in logs if plog.compacting)
+        if slots <= 0:
+            return []
+        ranked = []
+        for plog in logs:
+            if not plog.config.compact_enabled or plog.compacting or plog.compaction_failed:
+                continue
+            cleanable = plog.cleanable_range(now_ms)
+            if cleanable.is_due(plog.config):
+                ranked.append((cleanable.cleanable_ratio, plog))
+        ranked.sort(key=lambda item: item[0], reverse=True)
+        return [plog for _, plog in ranked[:slots]]
 
     # -- helpers -----------------------------------------------------------------------------------------
 
@@ -293,7 +331,9 @@ class LogManager:
         path.mkdir()
         _write_topic_id(path, topic.topic_id)
         _write_properties(path, topic.overrides)
-        return PartitionLog(path, topic.name, partition, topic.config, clock_ms=self._clock)
+        return PartitionLog(
+            path, topic.name, partition, topic.config, clock_ms=self._clock, cleaner_config=self.cleaner_config
+        )
 
 
 def _parse_partition_dir(name: str) -> tuple[str, int] | None:

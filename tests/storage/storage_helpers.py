@@ -59,3 +59,49 @@ class FakeClock:
 
     def __call__(self) -> int:
         return self.now
+
+
+def keyed_batch(
+    pairs: Sequence[tuple[bytes | None, bytes | None]],
+    *,
+    codec: int = 0,
+    timestamp: int = NOW,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    transactional: bool = False,
+) -> bytearray:
+    """A v2 batch of (key, value) records built by wire.records (any codec; value None is a tombstone)."""
+    from wire.records import NewRecord, build_batch
+
+    return bytearray(
+        build_batch(
+            [NewRecord(k, v, (), timestamp) for k, v in pairs],
+            compression=codec,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=base_sequence,
+            is_transactional=transactional,
+        )
+    )
+
+
+def log_batches(plog):
+    """Every decoded batch of a partition log from its start offset, read the way a consumer fetches."""
+    from wire.records import decode_batches
+
+    batches = []
+    offset = plog.log_start_offset
+    while offset < plog.log_end_offset:
+        data = plog.read_bytes(offset, 1 << 20)
+        if not data:
+            break
+        decoded = list(decode_batches(data))
+        batches.extend(decoded)
+        offset = decoded[-1].header.last_offset + 1
+    return batches
+
+
+def log_records(plog) -> list[tuple[int, bytes | None, bytes | None]]:
+    """(offset, key, value) of every record in a partition log."""
+    return [(r.offset, r.key, r.value) for b in log_batches(plog) for r in b.records]
