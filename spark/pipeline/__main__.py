@@ -1,13 +1,20 @@
-"""`python -m spark.pipeline --bootstrap HOST:PORT`: generate page views, run the job, print and check results."""
+"""`python -m spark.pipeline [--bootstrap HOST:PORT]`: generate page views, run the job, print and check results.
+
+Without --bootstrap it starts a throw-away Logway gateway (`python -m gateway serve`) on a free port.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import socket
+import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -31,6 +38,41 @@ def _create_topics(bootstrap: str, topics: Topics, partitions: int) -> None:
                 raise RuntimeError(f"creating topic {name} failed: {e}") from e
 
 
+@contextlib.contextmanager
+def _gateway(data_dir: str) -> Iterator[str]:
+    """A Logway gateway child process for the run; yields its bootstrap address and stops it afterwards."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    listener = f"PLAINTEXT://127.0.0.1:{port}"
+    log = open(f"{data_dir}-gateway.log", "ab")
+    proc = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--listeners", listener,
+                             "--advertised-listeners", listener, "--log-dirs", data_dir],
+                            stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"gateway exited with {proc.returncode}; see {log.name}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("gateway did not listen within 30s") from None
+                time.sleep(0.1)
+        print(f"started Logway gateway on 127.0.0.1:{port} (log {log.name})")
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
 def _session(packages: str | None):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
@@ -38,7 +80,8 @@ def _session(packages: str | None):
 
     builder = (SparkSession.builder.master("local[2]").appName("logway-pipeline")
                .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.session.timeZone", "UTC"))
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.ui.showConsoleProgress", "false"))
     if packages:
         builder = builder.config("spark.jars.packages", packages)
     session = builder.getOrCreate()
@@ -55,7 +98,7 @@ def _print_table(title: str, counts: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spark.pipeline", description=__doc__)
-    parser.add_argument("--bootstrap", required=True, help="HOST:PORT of a Kafka-protocol broker (Logway)")
+    parser.add_argument("--bootstrap", help="HOST:PORT of a Kafka-protocol broker (default: start a Logway gateway)")
     parser.add_argument("--events", type=int, default=2000, help="page views to generate (default 2000)")
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--events-topic", help="default: page-views-<random>")
@@ -67,38 +110,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--producer-config", default="", help="extra librdkafka producer settings k=v,k=v")
     args = parser.parse_args(argv)
 
-    suffix = uuid.uuid4().hex[:8]
-    topics = Topics(args.bootstrap, args.events_topic or f"page-views-{suffix}",
-                    args.counts_topic or f"page-view-counts-{suffix}")
     work_dir = args.work_dir or tempfile.mkdtemp(prefix="logway-pipeline-")
+    if args.bootstrap:
+        return _run(args, args.bootstrap, work_dir)
+    with _gateway(f"{work_dir}/broker-data") as bootstrap:
+        return _run(args, bootstrap, work_dir)
+
+
+def _run(args: argparse.Namespace, bootstrap: str, work_dir: str) -> int:
+    suffix = uuid.uuid4().hex[:8]
+    topics = Topics(bootstrap, args.events_topic or f"page-views-{suffix}",
+                    args.counts_topic or f"page-view-counts-{suffix}")
     extra = dict(kv.split("=", 1) for kv in args.producer_config.split(",") if "=" in kv)
 
-    _create_topics(args.bootstrap, topics, args.partitions)
+    _create_topics(bootstrap, topics, args.partitions)
     generated = ev.generate(args.events)
-    ev.produce(args.bootstrap, topics.events, generated, extra)
+    ev.produce(bootstrap, topics.events, generated, extra)
     print(f"produced {len(generated)} page views to {topics.events}")
 
     spark = _session(args.packages)
-    if args.format == "logway-kafka":
-        from spark.source import register
+    try:
+        if args.format == "logway-kafka":
+            from spark.source import register
 
-        register(spark)
-    started = time.monotonic()
-    run_available_now(spark, args.format, topics, work_dir)
-    print(f"job finished in {time.monotonic() - started:.1f}s; Parquet under {work_dir}/parquet")
+            register(spark)
+        started = time.monotonic()
+        run_available_now(spark, args.format, topics, work_dir)
+        print(f"job finished in {time.monotonic() - started:.1f}s; Parquet under {work_dir}/parquet")
 
-    expected = ev.expected_counts(generated)
-    closed = ev.closed_windows(expected, generated, WATERMARK_DELAY_MS)
-    from_topic = read_topic_counts(spark, args.format, topics)
-    from_parquet = read_parquet_counts(spark, f"{work_dir}/parquet")
+        expected = ev.expected_counts(generated)
+        closed = ev.closed_windows(expected, generated, WATERMARK_DELAY_MS)
+        from_topic = read_topic_counts(spark, args.format, topics)
+        from_parquet = read_parquet_counts(spark, f"{work_dir}/parquet")
+    finally:
+        spark.stop()
     _print_table(f"counts in compacted topic {topics.counts}", from_topic)
     _print_table("closed windows in Parquet", from_parquet)
     ok_topic, ok_parquet = from_topic == expected, from_parquet == closed
     print(f"\ncompacted topic equals plain-Python counts: {ok_topic}")
     print(f"Parquet equals plain-Python counts of windows closed by the watermark: {ok_parquet}")
-    spark.stop()
     return 0 if ok_topic and ok_parquet else 1
-
 
 if __name__ == "__main__":
     sys.exit(main())
