@@ -292,8 +292,9 @@ async function main () {
   await scenarios[scenario](bootstrap, topic, ...args)
 }
 
-main().then(() => process.exit(0), (err) => {
+// Exit only once stdout has drained: a pipe write is asynchronous, and process.exit() would cut the records off.
+main().then(() => process.stdout.write('', () => process.exit(0)), (err) => {
   console.error(err && err.stack ? err.stack : err)
   if (err && err.cause) console.error('Caused by: ' + (err.cause.stack || err.cause))
-  process.exit(1)
+  process.stdout.write('', () => process.exit(1))
 })
