@@ -1,8 +1,9 @@
-"""`python -m spark.throughput --bootstrap HOST:PORT --mb 1024`: Spark batch-read throughput from a broker.
+"""`python -m spark.throughput [--bootstrap HOST:PORT] --mb 1024`: Spark batch-read throughput from a broker.
 
 Fills a topic with fixed-size records (unless it already holds them), then times a local[2] Spark
 job that reads every record through the data source and sums the value lengths, so every byte
 crosses from the executors' Python workers into the JVM. Prints session start-up and read rates.
+Without --bootstrap it starts a throw-away Logway gateway with its data in a temporary directory.
 """
 
 from __future__ import annotations
@@ -10,11 +11,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from spark.local_gateway import local_gateway
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -49,16 +53,23 @@ def fill_topic(bootstrap: str, topic: str, total_bytes: int, record_bytes: int, 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spark.throughput", description=__doc__)
-    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--bootstrap", help="HOST:PORT of a broker (default: start a Logway gateway)")
     parser.add_argument("--mb", type=int, default=1024, help="topic size in MiB of values (default 1024)")
     parser.add_argument("--record-bytes", type=int, default=1000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--topic", default=None, help="default: spark-throughput-<mb>mb")
     args = parser.parse_args(argv)
+    if args.bootstrap:
+        return _measure(args, args.bootstrap)
+    with tempfile.TemporaryDirectory(prefix="logway-throughput-") as tmp, local_gateway(f"{tmp}/data") as bootstrap:
+        return _measure(args, bootstrap)
+
+
+def _measure(args: argparse.Namespace, bootstrap: str) -> int:
     topic = args.topic or f"spark-throughput-{args.mb}mb"
 
     started = time.monotonic()
-    records = fill_topic(args.bootstrap, topic, args.mb << 20, args.record_bytes, args.partitions)
+    records = fill_topic(bootstrap, topic, args.mb << 20, args.record_bytes, args.partitions)
     print(f"topic {topic}: {records} records of {args.record_bytes} B ready in {time.monotonic() - started:.1f}s")
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -75,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     fmt = register(spark)
     print(f"SparkSession local[2] started in {time.monotonic() - started:.1f}s")
 
-    df = spark.read.format(fmt).option("kafka.bootstrap.servers", args.bootstrap).option("subscribe", topic).load()
+    df = spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
     for attempt in (1, 2):  # the first run also pays for starting the Python workers
         started = time.monotonic()
         row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("b")).first()

@@ -6,19 +6,16 @@ Without --bootstrap it starts a throw-away Logway gateway (`python -m gateway se
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from spark.local_gateway import local_gateway
 from spark.pipeline import events as ev
 from spark.pipeline.job import WATERMARK_DELAY_MS, Topics, read_parquet_counts, read_topic_counts, run_available_now
 
@@ -36,41 +33,6 @@ def _create_topics(bootstrap: str, topics: Topics, partitions: int) -> None:
         except Exception as e:  # noqa: BLE001 - an existing topic is fine, anything else is not
             if "TOPIC_ALREADY_EXISTS" not in str(e):
                 raise RuntimeError(f"creating topic {name} failed: {e}") from e
-
-
-@contextlib.contextmanager
-def _gateway(data_dir: str) -> Iterator[str]:
-    """A Logway gateway child process for the run; yields its bootstrap address and stops it afterwards."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    listener = f"PLAINTEXT://127.0.0.1:{port}"
-    log = open(f"{data_dir}-gateway.log", "ab")
-    proc = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--listeners", listener,
-                             "--advertised-listeners", listener, "--log-dirs", data_dir],
-                            stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"gateway exited with {proc.returncode}; see {log.name}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError("gateway did not listen within 30s") from None
-                time.sleep(0.1)
-        print(f"started Logway gateway on 127.0.0.1:{port} (log {log.name})")
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def _session(packages: str | None):
@@ -113,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     work_dir = args.work_dir or tempfile.mkdtemp(prefix="logway-pipeline-")
     if args.bootstrap:
         return _run(args, args.bootstrap, work_dir)
-    with _gateway(f"{work_dir}/broker-data") as bootstrap:
+    with local_gateway(f"{work_dir}/broker-data") as bootstrap:
         return _run(args, bootstrap, work_dir)
 
 
