@@ -51,11 +51,11 @@ def spark_session() -> Iterator[object]:
 
 @pytest.fixture
 def new_topic(broker_bootstrap: str) -> Callable[..., str]:
-    """Create a fresh topic (unique name) and return its name."""
+    """Create a topic (a fresh unique name unless given) and return its name."""
     admin = AdminClient({"bootstrap.servers": broker_bootstrap})
 
-    def make(partitions: int = 1, config: dict[str, str] | None = None) -> str:
-        name = f"spark-{uuid.uuid4().hex[:10]}"
+    def make(partitions: int = 1, config: dict[str, str] | None = None, name: str | None = None) -> str:
+        name = name or f"spark-{uuid.uuid4().hex[:10]}"
         futures = admin.create_topics([NewTopic(name, partitions, 1, config=config or {})], operation_timeout=10)
         futures[name].result(15)
         return name

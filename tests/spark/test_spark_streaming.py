@@ -1,6 +1,7 @@
 """Structured Streaming through the data source: rate limits, both trigger kinds, restart from checkpoint."""
 
 import time
+import uuid
 
 from spark.source import FORMAT
 
@@ -85,3 +86,22 @@ def test_processing_time_trigger_reads_new_data_and_restarts(spark_session, brok
     finally:
         query.stop()
     assert _output(spark_session, out) == _values(acked)
+
+
+def test_subscribe_pattern_picks_up_a_new_topic_from_its_beginning(spark_session, broker_bootstrap, new_topic,
+                                                                  produce, tmp_path):
+    prefix = f"pattern-{uuid.uuid4().hex[:8]}-"
+    first = new_topic(2, name=prefix + "a")
+    out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
+    acked = produce(first, _batch(0, 10))
+    df = (spark_session.readStream.format(FORMAT).option("kafka.bootstrap.servers", broker_bootstrap)
+          .option("subscribePattern", f"{prefix}.*").option("startingOffsets", "earliest").load()
+          .selectExpr("topic", "offset"))
+    _start(df, out, checkpoint, availableNow=True).awaitTermination(120)
+
+    second = new_topic(2, name=prefix + "b")  # appears between runs: read from its beginning, like Spark
+    acked += produce(second, _batch(0, 6)) + produce(first, _batch(10, 5))
+    _start(df, out, checkpoint, availableNow=True).awaitTermination(120)
+    got = sorted((r.topic, r.offset) for r in spark_session.read.parquet(out).collect())
+    assert got == sorted([(first, r["offset"]) for r in acked[:10]] + [(second, r["offset"]) for r in acked[10:16]]
+                         + [(first, r["offset"]) for r in acked[16:]])
