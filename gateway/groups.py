@@ -20,6 +20,7 @@ from wire.records import build_batch, decode_batches
 
 if TYPE_CHECKING:
     from gateway.broker import Broker
+    from storage.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,7 @@ class ConsumerOffsetsLog:
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
+        self.unflushed: set[PartitionLog] = set()
 
     def ensure_topic(self, partitions: int) -> None:
         if OFFSETS_TOPIC not in self.broker.logs.topics:
@@ -46,10 +48,13 @@ class ConsumerOffsetsLog:
     def append(self, partition: int, records: list[tuple[bytes, bytes | None]], now_ms: int) -> None:
         batch = bytearray(build_batch([(k, v, ()) for k, v in records], base_timestamp=now_ms))
         plog = self.broker.partition(OFFSETS_TOPIC, partition)
-        result = plog.append(batch, now_ms=now_ms)
-        if getattr(result, "flush_needed", False):
-            # flush.messages reached: a commit is acknowledged only once it is as durable as the policy says.
-            plog.flush()
+        if plog.append(batch, now_ms=now_ms).flush_needed:
+            self.unflushed.add(plog)
+
+    async def flush_pending(self) -> None:
+        """fsync (off the event loop) the partitions whose flush.messages was reached by appends."""
+        while self.unflushed:
+            await trio.to_thread.run_sync(self.unflushed.pop().flush)
 
     def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
         plog = self.broker.partition(OFFSETS_TOPIC, partition)
@@ -99,6 +104,8 @@ class GroupService:
         method(now_ms=_now_ms(), respond=respond, **kwargs)
         self._wakeup.set()  # the call may have added an earlier timer
         await done.wait()
+        # A commit is answered only once it is as durable as the flush policy says.
+        await self.offsets_log.flush_pending()
         return box[0]
 
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:

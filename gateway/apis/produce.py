@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 
+import trio
+
 from gateway.broker import now_ms
 from storage.errors import UnknownTopicOrPartition
 from wire.errors import ErrorCode, KafkaError
@@ -65,6 +67,9 @@ async def handle(ctx, _request):
                 partitions_out.append(_partition_response(part.index, exc.error_code, str(exc)))
                 failures.append((name, part.index, exc))
                 continue
+            if result.flush_needed:
+                # flush.messages reached: Kafka flushes before acknowledging; fsync runs off the event loop.
+                await trio.to_thread.run_sync(plog.flush)
             if not result.duplicate:
                 broker.notify_append(name, part.index)
             partitions_out.append({

@@ -125,3 +125,18 @@ def test_restart_keeps_every_acknowledged_message(logway, topic_name):
     assert meta.offset == 100
     got = consume_all(logway.bootstrap, topic_name, 1, 101)
     assert [m.value for m in got] == [str(i).encode() for i in range(100)] + [b"after restart"]
+
+
+def test_flush_interval_messages_fsyncs_before_the_ack(tmp_path, topic_name):
+    from gateway.pytest_plugin import InProcessGateway
+
+    gw = InProcessGateway(tmp_path / "d", {"log.flush.interval.messages": "1"}).start()
+    try:
+        producer = KafkaProducer(bootstrap_servers=gw.bootstrap)
+        for i in range(20):
+            producer.send(topic_name, str(i).encode()).get(timeout=10)
+            plog = gw.broker.partition(topic_name, 0)
+            assert plog.recovery_point == plog.log_end_offset == i + 1  # flushed before it was acknowledged
+        producer.close()
+    finally:
+        gw.stop()
