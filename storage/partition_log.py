@@ -672,12 +672,19 @@ class PartitionLog:
             return False
         now = self._clock()
         swapped = False
-        for group in result.groups:
-            if self._swap_in(group.sources, group.cleaned, now):
+        groups, result.groups = result.groups, []
+        for i, group in enumerate(groups):
+            try:
+                installed = self._swap_in(group.sources, group.cleaned, now)
+            except OSError:
+                # A failed rename leaves this group to load-time recovery; the rest are not attempted.
+                for rest in groups[i + 1 :]:
+                    rest.cleaned.delete_files()
+                raise
+            if installed:
                 swapped = True
             else:
                 group.cleaned.delete_files()
-        result.groups.clear()
         self._cleaner_offset = min(max(result.stats.end_offset, self._cleaner_offset or 0), self._log_end_offset)
         return swapped
 
