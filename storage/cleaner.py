@@ -324,7 +324,7 @@ def _build_offset_map(dirty: Sequence[LogSegment], start: int, omap: OffsetMap, 
             if header.last_offset < start:
                 continue
             if not header.is_control and header.records_count:
-                records = decode_batch(raw, verify_crc=False).records
+                records = decode_batch(raw).records
                 stats.map_records_read += len(records)
                 for record in records:
                     if record.key is not None and record.offset >= start:
@@ -390,7 +390,7 @@ def _filter_batch(
         # Transaction markers stay: Kafka removes one only after its transaction's records are gone
         # and its delete horizon passed, which needs the transaction index this broker does not keep.
         return raw
-    records = decode_batch(raw, verify_crc=False).records
+    records = decode_batch(raw).records  # CRC checked: cleaning must not re-sign a corrupted batch
     horizon = header.base_timestamp if header.attributes & DELETE_HORIZON_MASK else None
     retain_deletes = horizon is None or now_ms < horizon
     kept: list[Record] = []

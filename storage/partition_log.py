@@ -641,15 +641,17 @@ class PartitionLog:
             raise RuntimeError(f"a compaction of {self.topic}-{self.partition} is already in progress")
         # Set before taking the snapshot: from here on the loop keeps removed segments' files open.
         self._compacting = True
+        truncations = self._truncations
         try:
-            segments, truncations = self._segments, self._truncations
+            segments = self._segments
             log_start, log_end = self._log_start_offset, self._log_end_offset
             rng = cleanable_range(segments, log_start, log_end, self._cleaner_offset, self.config, now_ms)
             result = clean_log(
                 self.dir, segments, rng, self.config, self.cleaner_config, self._producers.last_data_offsets(), now_ms
             )
         except BaseException:
-            self._compaction_failed = True
+            # A truncation under a running compaction can make it read short segments: not the log's fault.
+            self._compaction_failed = truncations == self._truncations
             self._compacting = False
             raise
         self._compaction_failed = False

@@ -8,9 +8,10 @@ import pytest
 import trio
 from storage_helpers import NOW, keyed_batch, log_batches, log_records, make_batch
 
+from storage.config import LogConfig
 from storage.errors import InvalidRecord, OutOfOrderSequence
 from wire import compression as codecs
-from wire.batch import DELETE_HORIZON_MASK
+from wire.batch import DELETE_HORIZON_MASK, CorruptBatch
 
 PROPS = {"cleanup.policy": "compact", "segment.bytes": "1024", "file.delete.delay.ms": "0"}
 
@@ -273,3 +274,28 @@ async def test_appends_and_reads_continue_while_a_worker_thread_compacts(open_lo
     assert checks > 0
     expected = latest_below(written, active_base) + [r for r in written if r[0] >= active_base]
     assert log_records(plog) == expected
+
+
+def test_a_corrupt_batch_stops_compaction_and_marks_the_log_uncleanable(tmp_path, clock):
+    from storage.log_manager import LogManager
+
+    manager = LogManager([tmp_path / "logs"], LogConfig(), clock_ms=clock)
+    manager.open()
+    try:
+        plog = manager.create_topic("bad", 1, PROPS).partitions[0]
+        write_overwrites(plog, rounds=20)
+        first = plog.dir / f"{0:020d}.log"
+        with open(first, "r+b") as f:  # flip one byte of a record value: only the CRC can tell
+            f.seek(first.stat().st_size - 5)
+            byte = f.read(1)
+            f.seek(-1, 1)
+            f.write(bytes([byte[0] ^ 0xFF]))
+        before = sorted(os.listdir(plog.dir))
+        assert manager.compaction_due(NOW) == [plog]
+        with pytest.raises(CorruptBatch):
+            plog.compact(NOW)
+        assert plog.finish_compaction() is False
+        assert plog.compaction_failed and manager.compaction_due(NOW) == []
+        assert sorted(os.listdir(plog.dir)) == before  # nothing swapped, no .cleaned file left
+    finally:
+        manager.close()
