@@ -128,7 +128,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         """The end of the next micro-batch: the log end, capped by the read limit."""
-        start_map = offsets_from_json(start) if start else offsets_from_json(self.initialOffset())
+        # {} is a real start (nothing matched the subscription yet); only a missing start means "begin".
+        start_map = offsets_from_json(start if start is not None else self.initialOffset())
         if self._available_now and self._available_now_target is not None:
             latest = self._available_now_target
         else:
