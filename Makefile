@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench lint clean
+.PHONY: run test bench pipeline lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,9 @@ test: $(STAMP)
 	bash compat_tests/setup.sh $(VENV)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
+
+pipeline: $(STAMP)
+	$(BIN)/python -m spark.pipeline
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
