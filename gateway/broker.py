@@ -18,6 +18,7 @@ import trio
 from coordinator.producer_ids import ProducerIdManager
 from gateway.config import ServerConfig, parse_properties
 from gateway.groups import GroupService
+from storage.cleaner import CleanerConfig
 from storage.log_manager import LogManager
 from storage.partition_log import PartitionLog
 
@@ -39,7 +40,10 @@ class Broker:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.node_id = config.node_id
-        self.logs = LogManager([Path(d) for d in config.log_dirs], config.log_config)
+        self.logs = LogManager(
+            [Path(d) for d in config.log_dirs], config.log_config,
+            cleaner_config=CleanerConfig.from_broker_properties(config.properties),
+        )
         self.cluster_id = ""
         self._waiters: defaultdict[tuple[str, int], set[trio.Event]] = defaultdict(set)
         self.started_ms = now_ms()
@@ -85,6 +89,8 @@ class Broker:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._retention_loop)
             nursery.start_soon(self._flush_loop)
+            if self.logs.cleaner_config.enable:
+                nursery.start_soon(self._cleaner_loop)
             await nursery.start(self.groups.run)
             task_status.started()
 
@@ -102,6 +108,27 @@ class Broker:
             await trio.sleep(1.0)
             for partition in self.logs.flush_due(now_ms()):
                 await trio.to_thread.run_sync(partition.flush)
+
+    async def _cleaner_loop(self) -> None:
+        """Kafka's log cleaner: compact due logs in worker threads, swap the result in on the loop."""
+        backoff = self.logs.cleaner_config.backoff_ms / 1000
+        while True:
+            due = self.logs.compaction_due(now_ms())
+            if not due:
+                await trio.sleep(backoff)
+                continue
+            async with trio.open_nursery() as nursery:
+                for plog in due:
+                    nursery.start_soon(self._compact, plog)
+
+    async def _compact(self, plog: PartitionLog) -> None:
+        try:
+            stats = await trio.to_thread.run_sync(plog.compact, now_ms())
+            log.info("compacted %s-%d: %s", plog.topic, plog.partition, stats)
+        except Exception:
+            log.exception("compaction of %s-%d failed", plog.topic, plog.partition)
+        finally:
+            plog.finish_compaction()
 
     # --- topics -----------------------------------------------------------------------------------
 
