@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import shlex
+import signal
 import sys
 import time
 from datetime import UTC, datetime
@@ -53,7 +54,13 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return s
 
 
+def stop_on_sigterm(_signum: int, _frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C, so every case stops its brokers and deletes its data on the way out."""
+    raise SystemExit(143)
+
+
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     args = parse_args(argv)
     settings = settings_from(args)
@@ -64,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(settings, tansu_binary())
     t0 = time.monotonic()
     outcomes = []
-    steps = {"produce": bench.produce, "consume": lambda: [bench.consume()], "e2e": lambda: [bench.e2e()],
+    steps = {"produce": bench.produce, "consume": lambda: [bench.consume(), bench.consume(procs=2)],
+             "e2e": lambda: [bench.e2e()],
              "scaling": bench.scaling, "fetch": bench.fetch, "restart": bench.restart,
              "kafka-python": bench.kafka_python}
     failures = []

@@ -22,11 +22,12 @@ def create_topic(bootstrap: str, name: str, partitions: int, timeout: float = 12
     raise TimeoutError(f"topic {name} not ready with {partitions} partitions after {timeout:.0f} s")
 
 
-def high_watermark(bootstrap: str, topic: str, partition: int = 0, timeout: float = 10.0) -> int:
-    """The partition's high watermark (ListOffsets latest)."""
+def high_watermarks(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 10.0) -> list[int]:
+    """Each partition's high watermark (ListOffsets latest)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-admin", "enable.auto.commit": False})
     try:
-        return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)[1]
+        return [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
+                for p in range(partitions)]
     finally:
         consumer.close()
 
@@ -37,7 +38,7 @@ def wait_high_watermark(bootstrap: str, topic: str, timeout: float) -> int:
     last_error: Exception | None = None
     while time.monotonic() < deadline:
         try:
-            high = high_watermark(bootstrap, topic, timeout=max(0.5, min(5.0, deadline - time.monotonic())))
+            high = high_watermarks(bootstrap, topic, timeout=max(0.5, min(5.0, deadline - time.monotonic())))[0]
             if high >= 0:
                 return high
         except KafkaException as exc:

@@ -10,7 +10,14 @@ import sys
 import time
 from dataclasses import dataclass
 
-from bench.procs import REPO, Broker
+from bench.procs import CLK_TCK, REPO, Broker, cpu_seconds
+
+
+def machine_busy_s() -> float:
+    """CPU-seconds all processes on the machine have used so far (/proc/stat, idle and iowait excluded)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / CLK_TCK
 
 
 @dataclass
@@ -20,6 +27,14 @@ class LoadRun:
     results: list[dict]
     broker_cpu_s: float
     wall_s: float
+    machine_busy_s: float
+
+    clients_cpu_s: float
+
+    @property
+    def other_cores(self) -> float:
+        """Cores kept busy during the window by processes other than this broker and these clients."""
+        return max(0.0, self.machine_busy_s - self.broker_cpu_s - self.clients_cpu_s) / self.wall_s
 
     def total(self, key: str) -> float:
         return sum(r.get(key, 0) for r in self.results)
@@ -83,15 +98,19 @@ def run_load(broker: Broker, specs: list[dict], timeout: float = 300.0) -> LoadR
         setup_deadline = time.monotonic() + 120
         for child in children:
             child.expect("READY", setup_deadline)
-        cpu0, t0 = broker.cpu_seconds(), time.monotonic()
+        # All tick-based /proc figures, so they compare with each other; a child that has printed its result
+        # and exited stays readable as a zombie until finish() reaps it.
+        clients0 = sum(cpu_seconds(child.proc.pid) for child in children)
+        cpu0, busy0, t0 = broker.cpu_seconds(), machine_busy_s(), time.monotonic()
         for child in children:
             child.go()
         deadline = t0 + timeout + 60
         results = [json.loads(child.expect("RESULT", deadline)) for child in children]
-        cpu1, t1 = broker.cpu_seconds(), time.monotonic()
+        cpu1, busy1, t1 = broker.cpu_seconds(), machine_busy_s(), time.monotonic()
+        clients1 = sum(cpu_seconds(child.proc.pid) for child in children)
     finally:
         for child in children:
             if child.proc.poll() is None and child.proc.stdin is not None:
                 child.proc.stdin.close()
             child.finish()
-    return LoadRun(results, cpu1 - cpu0, t1 - t0)
+    return LoadRun(results, cpu1 - cpu0, t1 - t0, busy1 - busy0, clients1 - clients0)

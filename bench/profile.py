@@ -57,25 +57,30 @@ def summarize(raw: Path, top: int = 15) -> dict:
 
 
 def record(bench: Bench, out_dir: Path) -> list[dict]:
-    """Profile Logway during the reference produce load (1 KiB, 8 partitions, acks=all) and a full consume."""
+    """Profile Logway under the reference produce load, a full consume of it, and 100 producer connections."""
     profiles = []
     out_dir.mkdir(parents=True, exist_ok=True)
     count = max(bench.s.produce_mb * 2, bench.s.consume_mb) * MB // KIB
     with bench.brokers(("logway",)) as (broker,):
         topic = new_topic(broker, 8, "profile")
+        many = new_topic(broker, 8, "profile-conns")
         loads = [
-            ("produce 1 KiB, 8 partitions, none, acks=all (librdkafka)",
-             {"mode": "rdkafka.produce", "topic": topic, "count": count, "size": KIB, "acks": "all"}),
-            ("consume the same log from earliest (librdkafka)",
-             {"mode": "rdkafka.consume", "topic": topic, "partitions": 8, "count": count, "size": KIB}),
+            ("produce 1 KiB, 8 partitions, none, acks=all (librdkafka)", "produce",
+             [{"mode": "rdkafka.produce", "topic": topic, "count": count, "size": KIB, "acks": "all",
+               "round_robin": 8}]),
+            ("consume the same log from earliest (librdkafka)", "consume",
+             [{"mode": "rdkafka.consume", "topic": topic, "assign": list(range(8)), "count": count, "size": KIB}]),
+            ("produce 1 KiB, 8 partitions, acks=1 from 100 connections in 2 processes (librdkafka)", "conns",
+             [{"mode": "rdkafka.produce", "topic": many, "count": count // 8, "size": KIB, "acks": "1",
+               "producers": 50} for _ in range(2)]),
         ]
-        for i, (label, spec) in enumerate(loads):
-            raw = out_dir / f"pyspy-{i}-{spec['mode'].split('.')[1]}.txt"
+        for i, (label, short, specs) in enumerate(loads):
+            raw = out_dir / f"pyspy-{i}-{short}.txt"
             log.info("profile / %s", label)
-            spy = subprocess.Popen([py_spy(), "record", "--pid", str(broker.pid), "--format", "raw", "--rate", "100",
+            spy = subprocess.Popen([py_spy(), "record", "--pid", str(broker.pid), "--format", "raw", "--rate", "200",
                                     "-o", str(raw)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
-                run = run_load(broker, [spec], timeout=600)
+                run = run_load(broker, specs, timeout=600)
             finally:
                 spy.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
                 try:

@@ -54,6 +54,9 @@ def produce(spec: dict) -> dict:
     topic, count, k = spec["topic"], spec["count"], len(producers)
     values = payloads(spec["size"])
     nvalues = len(values)
+    # round_robin: record i goes to partition i % round_robin, so each partition's count is known exactly;
+    # otherwise librdkafka's default partitioner (sticky for null keys) chooses.
+    spread = spec.get("round_robin", 0)
     ready()
     start = time.monotonic()
     deadline = start + spec.get("timeout", 300)
@@ -61,7 +64,10 @@ def produce(spec: dict) -> dict:
         producer = producers[i % k]
         while True:
             try:
-                producer.produce(topic, values[i % nvalues])
+                if spread:
+                    producer.produce(topic, values[i % nvalues], partition=i % spread)
+                else:
+                    producer.produce(topic, values[i % nvalues])
                 break
             except BufferError:
                 producer.poll(0.005)
@@ -77,13 +83,13 @@ def produce(spec: dict) -> dict:
 
 
 def consume(spec: dict) -> dict:
-    """Read `count` messages from the earliest offset of every partition (assign, no group) as fast as possible."""
+    """Read `count` messages from the earliest offset of the `assign` partitions (no group) as fast as possible."""
     consumer = _consumer(spec)
     topic, count = spec["topic"], spec["count"]
     ready()
     start = time.monotonic()
     deadline = start + spec.get("timeout", 300)
-    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(spec["partitions"])])
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in spec["assign"]])
     got = errors = 0
     while got < count and time.monotonic() < deadline:
         for message in consumer.consume(10000, 0.5):
@@ -170,7 +176,9 @@ def fetch_probe(spec: dict) -> dict:
                     return elapsed
         raise TimeoutError(f"no record at offset {offset} within 30 s")
 
-    first_at(high - 1)  # warm the connection and fetch path on the tail
+    # Warm the connection on old data, not the tail: a fetch parked at the tail is a long poll that the next
+    # assign() would wait out (fetch.wait.max.ms), which measures the client, not the broker.
+    first_at(0)
     latencies = [first_at(rng.randrange(region)) * 1000 for _ in range(spec["probes"])]
     consumer.close()
     return {"latencies_ms": latencies}

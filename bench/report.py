@@ -74,17 +74,19 @@ def ratio_cell(outcome: CaseOutcome, key: str) -> str:
 
 def section_table(outcomes: list[CaseOutcome]) -> list[str]:
     lines = ["| case | metric | Logway median (min–max) | Tansu median (min–max) | Logway/Tansu "
-             "| broker CPU s/GB Logway / Tansu | peak RSS MB Logway / Tansu |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+             "| broker CPU s/GB Logway / Tansu | peak RSS MB Logway / Tansu | others' load, cores |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+
+    def medians(key: str) -> str:
+        return " / ".join(fmt(o.summary(b, key)["median"]) if o.summary(b, key) else "–" for b in ("logway", "tansu"))
+
     for o in outcomes:
-        cpu = " / ".join(fmt(o.summary(b, CPU.key)["median"]) if o.summary(b, CPU.key) else "–"
-                         for b in ("logway", "tansu"))
-        rss = " / ".join(fmt(o.peak_rss_mb.get(b)) for b in ("logway", "tansu"))
+        first_cells = [medians(CPU.key), " / ".join(fmt(o.peak_rss_mb.get(b)) for b in ("logway", "tansu")),
+                       medians("other_cores")]
         for i, m in enumerate(o.metrics):
-            first = i == 0
-            lines.append(f"| {o.name if first else ''} | {m.label} | {cell(o, 'logway', m.key)} "
-                         f"| {cell(o, 'tansu', m.key)} | {ratio_cell(o, m.key)} | {cpu if first else ''} "
-                         f"| {rss if first else ''} |")
+            extra = " | ".join(first_cells if i == 0 else ["", "", ""])
+            lines.append(f"| {o.name if i == 0 else ''} | {m.label} | {cell(o, 'logway', m.key)} "
+                         f"| {cell(o, 'tansu', m.key)} | {ratio_cell(o, m.key)} | {extra} |")
     notes = [f"- {o.name}: {o.note.lstrip('; ')}" for o in outcomes if o.note]
     errors = [f"- {o.name} on {b}: {sum(r.get('errors') or 0 for r in runs)} failed or missing messages"
               for o in outcomes for b, runs in o.runs.items() if any(r.get("errors") for r in runs)]
@@ -147,7 +149,9 @@ def markdown(outcomes: list[CaseOutcome], settings: Settings, info: dict, comman
              f"(librdkafka {info['librdkafka']}), kafka-python {info['kafka_python']}, each in its own process.",
              "", "Logway keeps its data on disk (temp dir, no fsync per write); Tansu keeps it in RAM. "
              "MB/s is 10^6 bytes of message value per second; CPU s/GB is the broker's utime+stime during the "
-             "load window per 10^9 bytes moved; peak RSS is VmHWM of the broker process over the case.", ""]
+             "load window per 10^9 bytes moved; peak RSS is VmHWM of the broker process over the case; others' load "
+             "is the median number of cores other processes on the machine kept busy during the runs "
+             "(/proc/stat minus the broker and the load generators), Logway's runs / Tansu's.", ""]
     if failures:
         lines += ["## Failed sections", ""] + [f"- {f}" for f in failures] + [""]
     lines += ["## Targets", "", "| target | verdict | figure |", "| --- | --- | --- |"]

@@ -55,6 +55,6 @@ def test_markdown_shows_ratio_and_na_for_a_broker_without_runs():
     info = {"cpu": "cpu", "cores": 2, "memory_gb": 1, "kernel": "k", "python": "3", "confluent_kafka": "x",
             "librdkafka": "y", "kafka_python": "z", "load_start": "1", "load_end": "2"}
     md = markdown(outcomes, Settings(), info, "python -m bench", "now", 60.0, [], ["fetch: boom"])
-    assert f"| {REF} | MB/s | 150 (150–150) | 100 (100–100) | 1.50x | 2.00 / 4.00 |" in md
+    assert f"| {REF} | MB/s | 150 (150–150) | 100 (100–100) | 1.50x | 2.00 / 4.00 | – / – | – / – |" in md
     assert "| after SIGKILL, s | 1.50 (1.50–1.50) | n/a | – |" in md
     assert "- fetch: boom" in md
