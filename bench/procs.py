@@ -92,6 +92,9 @@ class Broker:
     def cpu_seconds(self) -> float:
         return cpu_seconds(self.pid)
 
+    def settle(self) -> None:
+        """Let the broker's freshly written data reach its resting state before a read is timed."""
+
     def memory_mb(self) -> dict[str, float]:
         return memory_mb(self.pid)
 
@@ -134,6 +137,17 @@ class Logway(Broker):
     def __init__(self, workdir: Path, overrides: dict[str, str] | None = None) -> None:
         super().__init__(workdir)
         self.overrides = overrides or {}
+
+    def settle(self) -> None:
+        """fsync the data files, so the kernel's writeback of a just-written backlog does not compete with
+        the read being timed (the write's cost belongs to the produce that made it)."""
+        for path in (self.workdir / "data").rglob("*"):
+            if path.is_file():
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
 
     def command(self) -> list[str]:
         listener = f"PLAINTEXT://127.0.0.1:{self.port}"

@@ -19,6 +19,9 @@ log = logging.getLogger("bench")
 FRAME_LINE = re.compile(r":\d+\)$")
 OWN_CODE = re.compile(r"\((gateway|storage|wire|coordinator)/")
 ENTRY_POINTS = re.compile(r"\(gateway/(__main__|cli|server)\.py\)")
+# Leaf frames that are waiting, not working: trio's epoll wait and an idle trio worker thread's lock wait
+# (py-spy's idle detection misses both here).
+IDLE = re.compile(r"^(EpollIOManager\.get_events|WorkerThread\._work) ")
 
 
 def py_spy() -> str:
@@ -31,29 +34,32 @@ def py_spy() -> str:
 
 
 def summarize(raw: Path, top: int = 15) -> dict:
-    """Self and inclusive sample shares per function from py-spy's collapsed-stack (raw) output."""
+    """Self and inclusive shares of the busy samples per function, from py-spy's collapsed-stack (raw) output."""
     self_counts: collections.Counter[str] = collections.Counter()
     total_counts: collections.Counter[str] = collections.Counter()
-    samples = 0
+    samples = idle = 0
     for line in raw.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
         if not stack or not count.isdigit():
             continue
         n = int(count)
         frames = [FRAME_LINE.sub(")", f) for f in stack.split(";")]
+        if IDLE.match(frames[-1]):
+            idle += n
+            continue
         samples += n
         self_counts[frames[-1]] += n
         for frame in set(frames):
             total_counts[frame] += n
 
     def rows(counter: collections.Counter[str]) -> list[dict]:
-        return [{"function": f, "self_pct": 100 * self_counts[f] / samples,
-                 "total_pct": 100 * total_counts[f] / samples} for f, _ in counter.most_common(top)]
+        return [{"function": f, "self_pct": 100 * self_counts[f] / max(1, samples),
+                 "total_pct": 100 * total_counts[f] / max(1, samples)} for f, _ in counter.most_common(top)]
 
     # Inclusive shares only for Logway's own code below the entry points, where a fix would go.
     ours = collections.Counter({f: n for f, n in total_counts.items()
                                 if OWN_CODE.search(f) and not ENTRY_POINTS.search(f)})
-    return {"samples": samples, "top": rows(self_counts), "top_total": rows(ours)}
+    return {"samples": samples, "idle_samples": idle, "top": rows(self_counts), "top_total": rows(ours)}
 
 
 def record(bench: Bench, out_dir: Path) -> list[dict]:
@@ -88,7 +94,7 @@ def record(bench: Bench, out_dir: Path) -> list[dict]:
                 except subprocess.TimeoutExpired:
                     spy.kill()
                     spy.wait(10)
-            summary = summarize(raw) if raw.exists() else {"samples": 0, "top": [], "top_total": []}
+            summary = summarize(raw) if raw.exists() else {"samples": 0, "idle_samples": 0, "top": [], "top_total": []}
             mb_s = run.total("bytes") / run.span_s / 1e6
             profiles.append({"load": f"{label}, {mb_s:.0f} MB/s while profiled", "seconds": run.span_s,
                              "raw": str(raw), **summary})

@@ -162,7 +162,8 @@ def markdown(outcomes: list[CaseOutcome], settings: Settings, info: dict, comman
             lines += ["", f"## {title}", ""] + section_table(chosen)
     for p in profiles:
         lines += ["", f"## py-spy profile of Logway: {p['load']}", "",
-                  f"{p['samples']} samples over {p['seconds']:.0f} s; percentages of samples. "
+                  f"{p['samples']} busy samples ({p['idle_samples']} idle ones left out: epoll wait, idle worker "
+                  f"threads) over {p['seconds']:.0f} s; percentages of busy samples. "
                   f"Raw collapsed stacks: `{p['raw']}`.", "", "| self % | total % | function |",
                   "| --- | --- | --- |"]
         lines += [f"| {row['self_pct']:.1f} | {row['total_pct']:.1f} | `{row['function']}` |" for row in p["top"]]
