@@ -19,7 +19,7 @@ from coordinator.producer_ids import ProducerIdManager
 from gateway.config import ServerConfig, parse_properties
 from gateway.groups import GroupService
 from storage.cleaner import CleanerConfig
-from storage.log_manager import LogManager
+from storage.log_manager import CHECKPOINT_INTERVAL_MS, LogManager
 from storage.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
@@ -95,11 +95,16 @@ class Broker:
             task_status.started()
 
     async def _retention_loop(self) -> None:
-        interval = max(self.config.retention_check_interval_ms, 100) / 1000
+        """Retention and delayed deletes every few seconds; Kafka's checkpoint files every minute, off the loop."""
+        interval = min(max(self.config.retention_check_interval_ms, 100) / 1000, 5.0)
+        last_checkpoint = trio.current_time()
         while True:
-            await trio.sleep(min(interval, 5.0))
+            await trio.sleep(interval)
             try:
                 self.logs.maintenance(now_ms())
+                if trio.current_time() - last_checkpoint >= CHECKPOINT_INTERVAL_MS / 1000:
+                    last_checkpoint = trio.current_time()
+                    await trio.to_thread.run_sync(self.logs.write_checkpoints, self.logs.checkpoint_snapshot())
             except Exception:
                 log.exception("log maintenance failed")
 

@@ -74,7 +74,6 @@ class LogManager:
         self.topics: dict[str, Topic] = {}
         self._clock = clock_ms or _wall_clock_ms
         self._pending_deletes: list[tuple[int, PartitionLog]] = []
-        self._last_checkpoint_ms = 0
 
     # -- startup and shutdown ------------------------------------------------------------------------
 
@@ -154,20 +153,31 @@ class LogManager:
                 os.close(fd)
 
     def checkpoint(self) -> None:
-        """Write recovery points and log start offsets of every log dir (Kafka's checkpoint files)."""
+        """Write recovery points, log start offsets and cleaner offsets of every log dir (Kafka's checkpoint files)."""
+        self.write_checkpoints(self.checkpoint_snapshot())
+
+    def checkpoint_snapshot(self) -> dict[Path, dict[str, dict[tuple[str, int], int]]]:
+        """What the checkpoint files would hold now (cheap; on the thread that owns the logs)."""
         per_dir: dict[Path, list[PartitionLog]] = {d: [] for d in self.log_dirs}
         for plog in self._all_logs():
             per_dir[plog.dir.parent].append(plog)
-        for log_dir, logs in per_dir.items():
-            write_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT, {(p.topic, p.partition): p.recovery_point for p in logs})
-            write_checkpoint(
-                log_dir / LOG_START_OFFSET_CHECKPOINT, {(p.topic, p.partition): p.log_start_offset for p in logs}
-            )
-            write_checkpoint(
-                log_dir / CLEANER_OFFSET_CHECKPOINT,
-                {(p.topic, p.partition): p.cleaner_offset for p in logs if p.cleaner_offset is not None},
-            )
-        self._last_checkpoint_ms = self._clock()
+        return {
+            log_dir: {
+                RECOVERY_POINT_CHECKPOINT: {(p.topic, p.partition): p.recovery_point for p in logs},
+                LOG_START_OFFSET_CHECKPOINT: {(p.topic, p.partition): p.log_start_offset for p in logs},
+                CLEANER_OFFSET_CHECKPOINT: {
+                    (p.topic, p.partition): p.cleaner_offset for p in logs if p.cleaner_offset is not None
+                },
+            }
+            for log_dir, logs in per_dir.items()
+        }
+
+    @staticmethod
+    def write_checkpoints(snapshot: dict[Path, dict[str, dict[tuple[str, int], int]]]) -> None:
+        """Write (and fsync) a checkpoint snapshot; plain file I/O, safe on a worker thread."""
+        for log_dir, files in snapshot.items():
+            for name, offsets in files.items():
+                write_checkpoint(log_dir / name, offsets)
 
     # -- topics ----------------------------------------------------------------------------------------
 
@@ -240,7 +250,11 @@ class LogManager:
     # -- periodic work -----------------------------------------------------------------------------------
 
     def maintenance(self, now_ms: int | None = None) -> None:
-        """Retention, delayed file deletion, producer expiry and periodic checkpoints (cheap; call every few seconds)."""
+        """Retention, delayed file deletion and producer expiry (cheap; call every few seconds).
+
+        The periodic checkpoint files are the caller's: take a ``checkpoint_snapshot()`` here and write it
+        with ``write_checkpoints`` off the event loop, every CHECKPOINT_INTERVAL_MS.
+        """
         now = self._clock() if now_ms is None else now_ms
         for plog in self._all_logs():
             plog.delete_old_segments(now)
@@ -251,8 +265,6 @@ class LogManager:
         self._pending_deletes = [(d, p) for d, p in self._pending_deletes if d > now or p.compacting]
         for plog in due:
             plog.delete()
-        if now - self._last_checkpoint_ms >= CHECKPOINT_INTERVAL_MS:
-            self.checkpoint()
 
     def flush_due(self, now_ms: int) -> list[PartitionLog]:
         """Logs with unflushed data whose flush.ms has elapsed since their last flush (Kafka's flushDirtyLogs)."""
