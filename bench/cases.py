@@ -144,7 +144,7 @@ class Bench:
             topic, ends = backlogs[broker.name]
             shares = [list(range(i, len(ends), procs)) for i in range(procs)]
             specs = [{"mode": f"{client}.consume", "topic": topic, "assign": share,
-                      "count": sum(ends[p] for p in share), "size": KIB} for share in shares]
+                      "ends": [ends[p] for p in share], "size": KIB} for share in shares]
             return throughput(run_load(broker, specs, timeout=900))
 
         label = "librdkafka" if client == "rdkafka" else "kafka-python"

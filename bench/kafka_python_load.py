@@ -32,10 +32,10 @@ def produce(spec: dict) -> dict:
 
 
 def consume(spec: dict) -> dict:
-    """Read `count` messages from the earliest offset of the `assign` partitions with assign() and poll()."""
+    """Read the `assign` partitions from earliest up to their `ends` offsets with assign() and poll()."""
     consumer = KafkaConsumer(bootstrap_servers=spec["bootstrap"], enable_auto_commit=False, fetch_max_wait_ms=500,
                              max_partition_fetch_bytes=1 << 20)
-    topic, count = spec["topic"], spec["count"]
+    topic, count = spec["topic"], sum(spec["ends"])
     partitions = [TopicPartition(topic, p) for p in spec["assign"]]
     consumer.assign(partitions)
     consumer.seek_to_beginning(*partitions)
