@@ -52,7 +52,7 @@ from wire.batch import (
     compute_crc,
     parse_header,
 )
-from wire.records import Record, build_batch, decode_batch
+from wire.records import Record, build_batch, decode_batch, rebuild_batch
 
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"  # Kafka's LogCleanerManager.offsetCheckpointFile
 INT32_MAX = 2**31 - 1
@@ -438,20 +438,7 @@ def _filter_batch(
 
 def _rebuild(header: BatchHeader, kept: list[Record], delete_horizon: int | None) -> bytes:
     """MemoryRecords.buildRetainedRecordsInto: same codec, producer fields, baseOffset and last offset."""
-    data = build_batch(
-        kept,
-        base_offset=header.base_offset,
-        base_timestamp=delete_horizon,
-        compression=header.compression,
-        producer_id=header.producer_id,
-        producer_epoch=header.producer_epoch,
-        base_sequence=header.base_sequence,
-        is_transactional=header.is_transactional,
-        partition_leader_epoch=header.partition_leader_epoch,
-        log_append_time=header.log_append_time,
-        max_timestamp=header.max_timestamp if header.log_append_time else None,
-        last_offset_delta=header.last_offset_delta,
-    )
+    data = rebuild_batch(header, kept, base_timestamp=delete_horizon)
     if delete_horizon is None:
         return data
     # KIP-534: baseTimestamp carries the delete horizon, flagged by attribute bit 0x40.

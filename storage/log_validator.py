@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from storage.errors import CorruptRecord, InvalidRecord, RecordTooLarge
 from wire.batch import BatchHeader, CorruptBatch
-from wire.records import build_batch, decode_batch
+from wire.records import decode_batch, rebuild_batch
 
 
 def convert_batches(
@@ -50,19 +50,7 @@ def convert_batches(
         if codec is None or header.compression == codec:
             parts.append(raw)
             continue
-        rebuilt = build_batch(
-            records,
-            base_offset=header.base_offset,
-            compression=codec,
-            producer_id=header.producer_id,
-            producer_epoch=header.producer_epoch,
-            base_sequence=header.base_sequence,
-            is_transactional=header.is_transactional,
-            partition_leader_epoch=header.partition_leader_epoch,
-            log_append_time=header.log_append_time,
-            max_timestamp=header.max_timestamp if header.log_append_time else None,
-            last_offset_delta=header.last_offset_delta,
-        )
+        rebuilt = rebuild_batch(header, records, compression=codec)
         if len(rebuilt) > max_message_bytes:
             raise RecordTooLarge(
                 f"Message batch size is {len(rebuilt)} bytes in append to partition {topic_partition} "

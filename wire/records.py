@@ -582,3 +582,31 @@ def _legacy_bytes(data: bytes, pos: int, msg_end: int) -> tuple[bytes | None, in
     if length > msg_end - pos:
         raise CorruptBatch(f"message field of {length} bytes runs past the message")
     return data[pos : pos + length], pos + length
+
+
+def rebuild_batch(
+    header: BatchHeader,
+    records: Sequence[RecordInput],
+    *,
+    compression: int | None = None,
+    base_timestamp: int | None = None,
+) -> bytes:
+    """A batch holding ``records`` with ``header``'s offsets, producer fields and timestamp type.
+
+    What Kafka does when it rewrites a batch in place: compaction (MemoryRecords.buildRetainedRecordsInto,
+    the batch's own codec) and recompression to a topic's compression.type (LogValidator).
+    """
+    return build_batch(
+        records,
+        base_offset=header.base_offset,
+        base_timestamp=base_timestamp,
+        compression=header.compression if compression is None else compression,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        is_transactional=header.is_transactional,
+        partition_leader_epoch=header.partition_leader_epoch,
+        log_append_time=header.log_append_time,
+        max_timestamp=header.max_timestamp if header.log_append_time else None,
+        last_offset_delta=header.last_offset_delta,
+    )
