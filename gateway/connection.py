@@ -23,7 +23,7 @@ from wire.protocol import MalformedRequest
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
-_RECV_SIZE = 256 * 1024
+_BUFFER_SIZE = 256 * 1024
 # Responses smaller than this are coalesced into one send.
 _COALESCE = 64 * 1024
 
@@ -37,38 +37,59 @@ class Connection:
         self.broker = broker
         self.sock = sock
         self.peer = peer
-        self.pending = bytearray()
+        # Receive buffer: bytes [start, end) are received and not yet handed out as a frame.
+        self.buf = bytearray(_BUFFER_SIZE)
+        self.view = memoryview(self.buf)
+        self.start = 0
+        self.end = 0
         self.client_software: tuple[str, str] | None = None
 
-    async def _fill(self) -> None:
-        data = await self.sock.recv(_RECV_SIZE)
-        if not data:
+    async def _fill(self, need: int) -> None:
+        """Receive more bytes, first making room for ``need`` bytes from ``start`` if the buffer's tail is short."""
+        if self.start == self.end:
+            self.start = self.end = 0
+        elif len(self.buf) - self.start < need:
+            pending = self.end - self.start
+            self.buf[:pending] = bytes(self.view[self.start : self.end])  # regions may overlap
+            self.start, self.end = 0, pending
+        n = await self.sock.recv_into(self.view[self.end :])
+        if n == 0:
             raise ConnectionClosed()
-        self.pending += data
+        self.end += n
 
-    async def read_frame(self) -> bytearray:
-        """The next request frame without its size prefix, as a buffer the request handlers may patch."""
-        while len(self.pending) < 4:
-            if self.pending:
-                try:
-                    await self._fill()
-                except ConnectionClosed:
-                    raise MalformedRequest(f"truncated frame: {len(self.pending)} bytes of a size prefix") from None
-            else:
-                await self._fill()
-        (size,) = _SIZE.unpack_from(self.pending, 0)
+    async def read_frame(self) -> memoryview | bytearray:
+        """The next request frame without its size prefix, as a writable buffer the handlers may patch.
+
+        A frame that fits the receive buffer is a view into it (valid until the next read_frame: requests
+        are handled one at a time); a larger one is received straight into a buffer of its own. Either way
+        the request bytes are copied once, from the kernel.
+        """
+        while self.end - self.start < 4:
+            try:
+                await self._fill(4)
+            except ConnectionClosed:
+                if self.end > self.start:
+                    raise MalformedRequest(f"truncated frame: {self.end - self.start} bytes of a size prefix") from None
+                raise
+        (size,) = _SIZE.unpack_from(self.buf, self.start)
         limit = self.broker.config.socket_request_max_bytes
         if size < 0 or size > limit:
             raise MalformedRequest(f"frame of {size} bytes is larger than socket.request.max.bytes={limit} or negative")
         total = 4 + size
-        if len(self.pending) >= total:
-            frame = self.pending[4:total]
-            del self.pending[:total]
+        if total <= len(self.buf):
+            while self.end - self.start < total:
+                try:
+                    await self._fill(total)
+                except ConnectionClosed:
+                    have = self.end - self.start - 4
+                    raise MalformedRequest(f"truncated frame: connection closed after {have} of {size} bytes") from None
+            frame = self.view[self.start + 4 : self.start + total]
+            self.start += total
             return frame
         frame = bytearray(size)
-        have = len(self.pending) - 4
-        frame[:have] = memoryview(self.pending)[4:]
-        self.pending = bytearray()
+        have = self.end - self.start - 4
+        frame[:have] = self.view[self.start + 4 : self.end]
+        self.start = self.end = 0
         view = memoryview(frame)
         while have < size:
             n = await self.sock.recv_into(view[have:])

@@ -92,7 +92,7 @@ def supported_versions() -> list[tuple[int, int, int]]:
 class RequestContext:
     connection: Connection
     header: RequestHeader
-    frame: bytearray
+    frame: memoryview | bytearray
     body_pos: int
 
     @property
@@ -104,7 +104,7 @@ class RequestContext:
         return self.header.api_version
 
 
-async def dispatch(conn: Connection, frame: bytearray) -> list[Chunk] | None:
+async def dispatch(conn: Connection, frame: memoryview | bytearray) -> list[Chunk] | None:
     header, pos = decode_request_header(frame)
     module = REGISTRY.get(header.api_key)
     if module is None:

@@ -97,3 +97,19 @@ def test_pipelined_requests_are_answered_in_order(logway):
         s.sendall(b"".join(api_versions_frame(v, correlation_id=100 + v) for v in (0, 1, 2, 3, 0, 3)))
         ids = [struct.unpack_from(">i", read_response(s))[0] for _ in range(6)]
     assert ids == [100, 101, 102, 103, 100, 103]
+
+
+def test_frames_split_anywhere_are_reassembled(logway):
+    import random
+
+    rng = random.Random(7)
+    frames = [api_versions_frame(rng.choice([0, 1, 2, 3]), correlation_id=i) for i in range(3000)]
+    stream = b"".join(frames)
+    with connect(logway) as s:
+        pos = 0
+        while pos < len(stream):
+            step = rng.randint(1, 40000)
+            s.sendall(stream[pos : pos + step])
+            pos += step
+        ids = [struct.unpack_from(">i", read_response(s))[0] for _ in range(len(frames))]
+    assert ids == list(range(len(frames)))
