@@ -118,6 +118,9 @@ async def dispatch(conn: Connection, frame: memoryview | bytearray) -> list[Chun
             f"{api_name(header.api_key)} v{header.api_version} is not supported "
             f"(v{module.MIN_VERSION}-v{module.MAX_VERSION})"
         )
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("%s: %s v%d correlation %d from %s", conn.peer, module.__name__.rsplit(".", 1)[-1],
+                  header.api_version, header.correlation_id, header.client_id)
     ctx = RequestContext(conn, header, frame, 0)
     if getattr(module, "RAW", False):
         ctx.body_pos = body_offset(frame, header, pos)

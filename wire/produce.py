@@ -1,4 +1,5 @@
-"""Hand-written Produce request decoder (v3-v13) that leaves record data in the request buffer.
+"""Hand-written Produce codecs: the request decoder (v3-v13) leaves record data in the request buffer,
+and the response encoder (v3-v11) skips the generic writer's per-field reflection on the hot path.
 
 kio's reader copies every partition's records into a new ``bytes``; on the produce hot path we want the
 records as ``memoryview`` slices of the frame we received, so the log can patch offsets in place and
@@ -14,11 +15,13 @@ import struct
 import uuid
 from dataclasses import dataclass
 
-from wire.protocol import MalformedRequest, read_uvarint, skip_tagged_fields
+from wire.protocol import MalformedRequest, read_uvarint, skip_tagged_fields, write_uvarint
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
 _ACKS_TIMEOUT = struct.Struct(">hi")
+_PARTITION_HEAD = struct.Struct(">ihqq")  # index, error_code, base_offset, log_append_time
 
 
 @dataclass(slots=True)
@@ -120,3 +123,55 @@ def decode_produce_request(frame: bytearray | memoryview, pos: int, version: int
         topics.append(ProduceTopic(name, topic_id, partitions))
     c.tags()
     return ProduceRequest(transactional_id, acks, timeout_ms, topics)
+
+
+@dataclass(slots=True)
+class ProducePartitionResult:
+    index: int
+    error_code: int = 0
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+
+
+def _string(out: bytearray, value: str | None, flexible: bool) -> None:
+    if value is None:
+        out += b"\x00" if flexible else b"\xff\xff"
+        return
+    data = value.encode()
+    out += write_uvarint(len(data) + 1) if flexible else _I16.pack(len(data))
+    out += data
+
+
+def encode_produce_response(
+    version: int, correlation_id: int, topics: list[tuple[str, list[ProducePartitionResult]]], throttle_time_ms: int = 0
+) -> bytes:
+    """A whole Produce response frame (v3-v11), byte-equal to kio's writer (tests/wire/test_produce_decoder.py).
+
+    Per version: v5 log_start_offset; v8 record_errors (always empty here) and error_message; v9 flexible;
+    v10+ current_leader / node_endpoints tagged fields (only for NOT_LEADER errors: never sent).
+    """
+    flexible = version >= 9
+    out = bytearray(_I32.pack(correlation_id))
+    if flexible:
+        out.append(0)
+    out += write_uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics))
+    for name, partitions in topics:
+        _string(out, name, flexible)
+        out += write_uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions))
+        for p in partitions:
+            out += _PARTITION_HEAD.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms)
+            if version >= 5:
+                out += _I64.pack(p.log_start_offset)
+            if version >= 8:
+                out += b"\x01" if flexible else b"\x00\x00\x00\x00"  # record_errors: empty array
+                _string(out, p.error_message, flexible)
+            if flexible:
+                out.append(0)
+        if flexible:
+            out.append(0)
+    out += _I32.pack(throttle_time_ms)
+    if flexible:
+        out.append(0)
+    return _I32.pack(len(out)) + bytes(out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -51,25 +52,40 @@ def test_two_members_split_partitions(logway, topic_name):
     admin = KafkaAdminClient(bootstrap_servers=logway.bootstrap)
     admin.create_topics([NewTopic(topic_name, num_partitions=4, replication_factor=1)])
     produce(logway.bootstrap, topic_name, 40, partitions=4)
-    a = KafkaConsumer(topic_name, bootstrap_servers=logway.bootstrap, group_id="g2", auto_offset_reset="earliest")
-    b = KafkaConsumer(topic_name, bootstrap_servers=logway.bootstrap, group_id="g2", auto_offset_reset="earliest")
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        a.poll(timeout_ms=100)
-        b.poll(timeout_ms=100)
-        # Between generations a member may still hold its old partitions: wait for the split.
-        if a.assignment() and b.assignment() and len(a.assignment()) + len(b.assignment()) == 4:
-            break
-    assert not (a.assignment() & b.assignment())
-    assert len(a.assignment() | b.assignment()) == 4
+    stop = threading.Event()
 
-    description = admin.describe_groups(["g2"])["g2"]
-    assert (description["group_state"], description["protocol_type"]) == ("Stable", "consumer")
-    assigned = [set(m["member_assignment"]["assigned_partitions"][0]["partitions"]) for m in description["members"]]
-    assert sorted(assigned, key=min) == [{tp.partition for tp in c.assignment()} for c in sorted((a, b), key=lambda c: min(tp.partition for tp in c.assignment()))]
+    def member() -> None:
+        # Each member polls on its own thread, as an application would.
+        consumer = KafkaConsumer(topic_name, bootstrap_servers=logway.bootstrap, group_id="g2",
+                                 auto_offset_reset="earliest", heartbeat_interval_ms=500)
+        while not stop.is_set():
+            consumer.poll(timeout_ms=100)
+        consumer.close()
+
+    threads = [threading.Thread(target=member, daemon=True) for _ in range(2)]
+    for t in threads:
+        t.start()
+
+    def split() -> list[set[int]] | None:
+        description = admin.describe_groups(["g2"])["g2"]
+        if description["group_state"] != "Stable" or len(description["members"]) != 2:
+            return None
+        assert description["protocol_type"] == "consumer"
+        parts = [{p for t in m["member_assignment"]["assigned_partitions"] for p in t["partitions"]}
+                 for m in description["members"]]
+        return parts if all(parts) else None  # a member may first be given nothing before metadata arrives
+
+    deadline = time.monotonic() + 30
+    parts = None
+    while time.monotonic() < deadline and parts is None:
+        time.sleep(0.1)
+        parts = split()
+    stop.set()
+    for t in threads:
+        t.join(15)
+    assert parts is not None
+    assert not (parts[0] & parts[1]) and parts[0] | parts[1] == {0, 1, 2, 3}
     assert [g["group_id"] for g in admin.list_groups()] == ["g2"]
-    a.close()
-    b.close()
     assert admin.delete_groups(["g2"]) == {"g2": "OK"}
     assert admin.list_groups() == []
     admin.close()
