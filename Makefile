@@ -24,7 +24,8 @@ pipeline: $(STAMP)
 	$(BIN)/python -m spark.pipeline
 
 bench: $(STAMP)
-	$(BIN)/python -m bench
+	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -185,6 +185,7 @@ def _fields(cls: type) -> tuple[tuple[str, Any, dict, bool], ...]:
     return tuple(out)
 
 
+@cache
 def _entity_of(hint: Any) -> type | None:
     """The kio entity class inside a hint like ``tuple[X, ...]``, ``X | None`` or ``X``."""
     if dataclasses.is_dataclass(hint):
