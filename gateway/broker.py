@@ -1,7 +1,8 @@
-"""The broker: configuration, the log, cluster identity, and the waits that tie appends to fetches.
+"""The broker: configuration, the log, cluster identity, consumer groups, and the waits that tie appends to fetches.
 
-One Broker per gateway process. It owns the storage LogManager and runs the periodic work (retention,
-time-based flushes) as trio tasks; fsync runs in a worker thread so the event loop never blocks on disk.
+One Broker per gateway process. It owns the storage LogManager and the GroupService, and runs the periodic
+work (retention, time-based flushes, checkpoints, the log cleaner) as trio tasks; fsync and compaction run
+in worker threads so the event loop never blocks on disk.
 """
 
 from __future__ import annotations
@@ -46,7 +47,6 @@ class Broker:
         )
         self.cluster_id = ""
         self._waiters: defaultdict[tuple[str, int], set[trio.Event]] = defaultdict(set)
-        self.started_ms = now_ms()
 
     # --- lifecycle ------------------------------------------------------------------------------
 
