@@ -18,7 +18,7 @@ from functools import cache
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
-from kio.schema.index import api_key_map, schema_name_map
+from kio.schema.index import api_key_map
 from kio.serial import entity_reader, entity_writer
 
 from wire.errors import ErrorCode, KafkaError
@@ -80,16 +80,6 @@ def skip_tagged_fields(buf: bytes | bytearray | memoryview, pos: int) -> int:
 
 def api_name(api_key: int) -> str | None:
     return api_key_map.get(api_key)
-
-
-@cache
-def kio_versions(api_key: int) -> tuple[int, int] | None:
-    """The (min, max) versions kio has message types for."""
-    name = api_key_map.get(api_key)
-    if name is None:
-        return None
-    versions = sorted(schema_name_map[name])
-    return versions[0], versions[-1]
 
 
 @cache
@@ -230,16 +220,3 @@ def build(cls: type, data: dict[str, Any]) -> Any:
         elif required_array:
             kwargs[name] = ()
     return cls(**kwargs)
-
-
-def to_dict(entity: Any) -> dict[str, Any]:
-    """A kio message as plain dicts and lists (the inverse of ``build``, for handlers that read requests)."""
-    out = {}
-    for f in dataclasses.fields(entity):
-        v = getattr(entity, f.name)
-        if dataclasses.is_dataclass(v):
-            v = to_dict(v)
-        elif isinstance(v, tuple) and v and dataclasses.is_dataclass(v[0]):
-            v = [to_dict(x) for x in v]
-        out[f.name] = v
-    return out
