@@ -10,6 +10,7 @@ index rolls the segment as in Kafka.
 from __future__ import annotations
 
 import os
+from collections.abc import Sized
 from pathlib import Path
 
 _FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
@@ -25,6 +26,16 @@ class IndexFile:
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_size // self.entry_size)
         self.fd = os.open(path, _FLAGS, 0o644)
+
+    _offsets: Sized  # relative offsets of the entries, kept by each kind
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    @property
+    def is_full(self) -> bool:
+        """Whether segment.index.bytes worth of entries exist (the segment must roll)."""
+        return len(self._offsets) >= self.max_entries
 
     def read_all(self) -> bytes:
         """The whole file (used once, when a segment is loaded)."""

@@ -50,14 +50,6 @@ class OffsetIndex(IndexFile):
             self.reset()
         return ok
 
-    def __len__(self) -> int:
-        return len(self._offsets)
-
-    @property
-    def is_full(self) -> bool:
-        """Whether segment.index.bytes worth of entries exist (the segment must roll)."""
-        return len(self._offsets) >= self.max_entries
-
     @property
     def last_offset(self) -> int:
         """Absolute offset of the last entry (the base offset when empty)."""

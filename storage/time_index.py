@@ -47,14 +47,6 @@ class TimeIndex(IndexFile):
             self.reset()
         return ok
 
-    def __len__(self) -> int:
-        return len(self._offsets)
-
-    @property
-    def is_full(self) -> bool:
-        """Whether segment.index.bytes worth of entries exist (the segment must roll)."""
-        return len(self._offsets) >= self.max_entries
-
     def last_entry(self) -> tuple[int, int] | None:
         """(timestamp, absolute offset) of the last entry."""
         if not self._offsets:
