@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
 Headers = tuple[tuple[str, bytes], ...]
 
@@ -109,6 +110,13 @@ def spec_text(recs: list[Rec]) -> str:
             line += f" {r.timestamp}"
         lines.append(line)
     return "\n".join(lines) + "\n"
+
+
+def write_spec(tmp_path: Path, name: str, recs: list[Rec]) -> str:
+    """Write the spec file of ``recs`` under ``tmp_path``; its path, for a program's command line."""
+    path = tmp_path / f"{name}.spec"
+    path.write_text(spec_text(recs))
+    return str(path)
 
 
 def parse_output(text: str) -> Output:

@@ -8,15 +8,9 @@ import time
 from pathlib import Path
 
 from programs import ClientFailed, java, java_cmd
-from records import Rec, assert_exact, expected_offsets, make_records, parse_output, spec_text, unique
+from records import assert_exact, expected_offsets, make_records, parse_output, unique, write_spec
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
-
-
-def write_spec(tmp_path: Path, name: str, recs: list[Rec]) -> str:
-    path = tmp_path / f"{name}.spec"
-    path.write_text(spec_text(recs))
-    return str(path)
 
 
 def test_admin(bootstrap: str) -> None:

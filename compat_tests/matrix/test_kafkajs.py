@@ -11,15 +11,9 @@ import time
 from pathlib import Path
 
 from programs import node
-from records import Rec, assert_exact, expected_offsets, make_records, spec_text, unique
+from records import assert_exact, expected_offsets, make_records, unique, write_spec
 
 CODECS = ("none", "gzip", "snappy")
-
-
-def write_spec(tmp_path: Path, name: str, recs: list[Rec]) -> str:
-    path = tmp_path / f"{name}.spec"
-    path.write_text(spec_text(recs))
-    return str(path)
 
 
 def test_admin(bootstrap: str) -> None:
