@@ -115,9 +115,13 @@ class Member:
     def records(self) -> list[Got]:
         return parse("".join(list(self.out)), self.tag)
 
+    def events(self) -> list[str]:
+        """The rebalance lines kcat printed on stderr so far."""
+        return [line for line in list(self.err) if "rebalanced" in line or "assigned" in line.lower()]
+
     def assigned(self) -> bool:
         """True when the latest rebalance line on stderr gave this member partitions."""
-        events = [line for line in list(self.err) if "rebalanced" in line or "assigned" in line.lower()]
+        events = self.events()
         return bool(events) and "assigned:" in events[-1] and "revoked" not in events[-1].lower()
 
     def stop(self) -> None:
@@ -148,7 +152,13 @@ def test_group(bootstrap: str) -> None:
             time.sleep(0.1)
         time.sleep(0.5)
     finally:
+        seen = len(b.events())
         a.stop()
+        # Let b finish the rebalance a's leave starts before stopping it: a member that exits between its
+        # JoinGroup and SyncGroup stalls the group until its rebalance timeout, with Kafka as here.
+        deadline = time.monotonic() + 20
+        while not (len(b.events()) >= seen + 2 and b.assigned()) and time.monotonic() < deadline:
+            time.sleep(0.1)
         b.stop()
     assert_exact([r for recs in first for r in recs], a.records() + b.records())
     assert {g.partition for g in a.records()}.isdisjoint({g.partition for g in b.records()})
