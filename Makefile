@@ -21,7 +21,7 @@ test: $(STAMP)
 	$(BIN)/pytest -q
 
 pipeline: $(STAMP)
-	$(BIN)/python -m spark.pipeline
+	$(BIN)/python -m logway.spark.pipeline
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bench]'

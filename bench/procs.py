@@ -130,7 +130,7 @@ class Broker:
 
 
 class Logway(Broker):
-    """Logway via `python -m gateway serve`, data on disk in its temp dir."""
+    """Logway via `python -m logway.gateway serve`, data on disk in its temp dir."""
 
     name = "logway"
 
@@ -151,7 +151,7 @@ class Logway(Broker):
 
     def command(self) -> list[str]:
         listener = f"PLAINTEXT://127.0.0.1:{self.port}"
-        cmd = [sys.executable, "-m", "gateway", "serve", "--listeners", listener,
+        cmd = [sys.executable, "-m", "logway.gateway", "serve", "--listeners", listener,
                "--advertised-listeners", listener, "--log-dirs", str(self.workdir / "data"),
                "--log-level", "WARNING"]
         for key, value in self.overrides.items():

@@ -7,11 +7,11 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from coordinator.consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscribed_topics
-from coordinator.member import MemberMetadata
-from coordinator.offsets_schema import OffsetCommitValue
-from coordinator.results import JoinGroupMember, JoinGroupResult, Respond, SyncGroupResult, TopicPartition
-from wire.errors import ErrorCode
+from logway.coordinator.consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscribed_topics
+from logway.coordinator.member import MemberMetadata
+from logway.coordinator.offsets_schema import OffsetCommitValue
+from logway.coordinator.results import JoinGroupMember, JoinGroupResult, Respond, SyncGroupResult, TopicPartition
+from logway.wire.errors import ErrorCode
 
 __all__ = ["GroupMetadata", "GroupState", "IllegalGroupTransition"]
 

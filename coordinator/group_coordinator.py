@@ -16,14 +16,14 @@ import logging
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from coordinator.consumer_protocol import CONSUMER_PROTOCOL_TYPE
-from coordinator.group import GroupMetadata, GroupState
-from coordinator.group_store import group_record, group_tombstone, offset_record, offset_tombstone, replay
-from coordinator.member import MemberMetadata
-from coordinator.offsets_log import OffsetsLog
-from coordinator.offsets_schema import OffsetCommitValue
-from coordinator.partitioning import partition_for_group
-from coordinator.results import (
+from logway.coordinator.consumer_protocol import CONSUMER_PROTOCOL_TYPE
+from logway.coordinator.group import GroupMetadata, GroupState
+from logway.coordinator.group_store import group_record, group_tombstone, offset_record, offset_tombstone, replay
+from logway.coordinator.member import MemberMetadata
+from logway.coordinator.offsets_log import OffsetsLog
+from logway.coordinator.offsets_schema import OffsetCommitValue
+from logway.coordinator.partitioning import partition_for_group
+from logway.coordinator.results import (
     CommitOffset,
     DeleteGroupsResult,
     DescribedGroup,
@@ -44,8 +44,8 @@ from coordinator.results import (
     SyncGroupResult,
     TopicPartition,
 )
-from coordinator.timers import Timers
-from wire.errors import ErrorCode, KafkaError
+from logway.coordinator.timers import Timers
+from logway.wire.errors import ErrorCode, KafkaError
 
 __all__ = ["GroupCoordinator"]
 

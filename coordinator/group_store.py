@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
-from coordinator.group import GroupMetadata, GroupState
-from coordinator.member import MemberMetadata
-from coordinator.offsets_schema import (
+from logway.coordinator.group import GroupMetadata, GroupState
+from logway.coordinator.member import MemberMetadata
+from logway.coordinator.offsets_schema import (
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadataValue,
@@ -22,7 +22,7 @@ from coordinator.offsets_schema import (
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
-from coordinator.results import TopicPartition
+from logway.coordinator.results import TopicPartition
 
 __all__ = ["group_record", "group_tombstone", "offset_record", "offset_tombstone", "replay"]
 

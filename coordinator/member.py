@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from coordinator.results import JoinGroupResult, Respond, SyncGroupResult
+from logway.coordinator.results import JoinGroupResult, Respond, SyncGroupResult
 
 __all__ = ["MemberMetadata"]
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from wire.errors import ErrorCode
+from logway.wire.errors import ErrorCode
 
 __all__ = [
     "CommitOffset",

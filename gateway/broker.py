@@ -16,12 +16,12 @@ from pathlib import Path
 
 import trio
 
-from coordinator.producer_ids import ProducerIdManager
-from gateway.config import ServerConfig, parse_properties
-from gateway.groups import GroupService
-from storage.cleaner import CleanerConfig
-from storage.log_manager import CHECKPOINT_INTERVAL_MS, LogManager
-from storage.partition_log import PartitionLog
+from logway.coordinator.producer_ids import ProducerIdManager
+from logway.gateway.config import ServerConfig, parse_properties
+from logway.gateway.groups import GroupService
+from logway.storage.cleaner import CleanerConfig
+from logway.storage.log_manager import CHECKPOINT_INTERVAL_MS, LogManager
+from logway.storage.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
 

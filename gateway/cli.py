@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import logging
 import sys
 
 import trio
 
-from gateway.config import ConfigError, ServerConfig
+from logway.gateway.config import ConfigError, ServerConfig
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("logway")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="logway", description="A Kafka-wire-compatible broker")
+    parser.add_argument("--version", action="version", version=f"logway {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the gateway")
     serve.add_argument("--config", help="a Kafka server.properties file")
@@ -46,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
-        from gateway.server import serve
+        from logway.gateway.server import serve
 
         try:
             config = config_from_args(args)

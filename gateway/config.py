@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from storage.config import LogConfig
+from logway.storage.config import LogConfig
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,10 @@ import struct
 
 import trio
 
-from gateway.broker import Broker
-from gateway.dispatch import dispatch
-from wire.fetch import Chunk, FileSlice
-from wire.protocol import MalformedRequest
+from logway.gateway.broker import Broker
+from logway.gateway.dispatch import dispatch
+from logway.wire.fetch import Chunk, FileSlice
+from logway.wire.protocol import MalformedRequest
 
 log = logging.getLogger(__name__)
 

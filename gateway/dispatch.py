@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from gateway.apis import (
+from logway.gateway.apis import (
     api_versions,
     create_partitions,
     create_topics,
@@ -38,8 +38,8 @@ from gateway.apis import (
     produce,
     sync_group,
 )
-from wire.fetch import Chunk
-from wire.protocol import (
+from logway.wire.fetch import Chunk
+from logway.wire.protocol import (
     MalformedRequest,
     RequestHeader,
     api_name,
@@ -50,8 +50,8 @@ from wire.protocol import (
 )
 
 if TYPE_CHECKING:
-    from gateway.broker import Broker
-    from gateway.connection import Connection
+    from logway.gateway.broker import Broker
+    from logway.gateway.connection import Connection
 
 log = logging.getLogger(__name__)
 

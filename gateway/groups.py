@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from coordinator.group_coordinator import GroupCoordinator
-from wire.records import build_batch, decode_batches
+from logway.coordinator.group_coordinator import GroupCoordinator
+from logway.wire.records import build_batch, decode_batches
 
 if TYPE_CHECKING:
-    from gateway.broker import Broker
-    from storage.partition_log import PartitionLog
+    from logway.gateway.broker import Broker
+    from logway.storage.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
 

@@ -3,95 +3,27 @@
     def test_my_app(logway):
         producer = KafkaProducer(bootstrap_servers=logway.bootstrap)
 
-The gateway runs its own trio loop in a background thread, on an ephemeral port, with a temporary data
-directory; blocking Kafka clients in the test thread talk to it over loopback.
+It registers the `logway` fixture and nothing else: the gateway is imported only when a test asks for it,
+so the plugin costs nothing in the other pytest runs of an environment.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import trio
 
-from gateway.broker import Broker
-from gateway.config import Listener, ServerConfig
-from gateway.server import open_listeners, run_broker
-
-
-class InProcessGateway:
-    """A gateway on 127.0.0.1:<ephemeral> in a background thread; start() / stop() / restart-able."""
-
-    def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None) -> None:
-        self.data_dir = data_dir
-        self.overrides = overrides or {}
-        self.port = 0
-        self.broker: Broker | None = None
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self._token: trio.lowlevel.TrioToken | None = None
-        self._cancel: trio.CancelScope | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def start(self) -> InProcessGateway:
-        self._ready.clear()
-        self._error = None
-        self._thread = threading.Thread(target=self._run, name="logway-gateway", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(30):
-            raise TimeoutError("in-process gateway did not start within 30 s")
-        if self._error is not None:
-            raise RuntimeError("in-process gateway failed to start") from self._error
-        return self
-
-    def _run(self) -> None:
-        try:
-            trio.run(self._main)
-        except BaseException as exc:  # surfaced to start()
-            self._error = exc
-            self._ready.set()
-
-    async def _main(self) -> None:
-        props = {"listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": str(self.data_dir),
-                 "group.initial.rebalance.delay.ms": "0", **self.overrides}
-        config = ServerConfig.load(None, props)
-        listeners = await open_listeners(config)
-        self.port = listeners[0].socket.getsockname()[1]
-        config.advertised_listeners = [Listener("PLAINTEXT", "127.0.0.1", self.port)]
-        broker = Broker(config)
-        broker.open()
-        self.broker = broker
-        self._token = trio.lowlevel.current_trio_token()
-        try:
-            async with trio.open_nursery() as nursery:
-                self._cancel = nursery.cancel_scope
-                await nursery.start(run_broker, broker, listeners)
-                self._ready.set()
-        finally:
-            broker.close()
-
-    def stop(self) -> None:
-        """A clean shutdown (like SIGTERM). The same data dir and port can be started again."""
-        if self._thread is None:
-            return
-        if self._token is not None and self._cancel is not None:
-            try:
-                trio.from_thread.run_sync(self._cancel.cancel, trio_token=self._token)
-            except trio.RunFinishedError:
-                pass
-        self._thread.join(30)
-        self._thread = None
+if TYPE_CHECKING:
+    from logway.gateway.in_process import InProcessGateway
 
 
 @pytest.fixture
 def logway(tmp_path: Path) -> Iterator[InProcessGateway]:
     """A running in-process gateway with its own temporary data directory."""
+    from logway.gateway.in_process import InProcessGateway
+
     gateway = InProcessGateway(tmp_path / "logway-data").start()
     try:
         yield gateway

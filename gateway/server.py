@@ -8,9 +8,9 @@ import socket as stdlib_socket
 
 import trio
 
-from gateway.broker import Broker
-from gateway.config import ServerConfig
-from gateway.connection import Connection
+from logway.gateway.broker import Broker
+from logway.gateway.config import ServerConfig
+from logway.gateway.connection import Connection
 
 log = logging.getLogger(__name__)
 

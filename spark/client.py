@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 
 import confluent_kafka as ck
 
-from spark.options import (
+from logway.spark.options import (
     EARLIEST,
     LATEST,
     Assign,

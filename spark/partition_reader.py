@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import InputPartition
 
-from spark.ranges import OffsetRange
-from spark.schema import kafka_arrow_schema
+from logway.spark.ranges import OffsetRange
+from logway.spark.schema import kafka_arrow_schema
 
 # Records per consume() call and so per Arrow batch: large enough to amortise the Python work.
 MAX_RECORDS_PER_POLL = 20_000

@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from spark.options import PartitionOffsets, TopicPartition
+from logway.spark.options import PartitionOffsets, TopicPartition
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,10 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from spark.client import OffsetReader, consumer_config
-from spark.options import PartitionOffsets, SourceOptions, TopicPartition, offsets_from_json, offsets_to_json
-from spark.partition_reader import KafkaInputPartition, read_partition
-from spark.ranges import OffsetRange, rate_limit, resolve_ranges, split_ranges
+from logway.spark.client import OffsetReader, consumer_config
+from logway.spark.options import PartitionOffsets, SourceOptions, TopicPartition, offsets_from_json, offsets_to_json
+from logway.spark.partition_reader import KafkaInputPartition, read_partition
+from logway.spark.ranges import OffsetRange, rate_limit, resolve_ranges, split_ranges
 
 log = logging.getLogger(__name__)
 

@@ -6,10 +6,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, DataSourceWriter
 from pyspark.sql.types import StructType
 
-from spark.options import lower_keys, parse_sink_options, parse_source_options
-from spark.readers import KafkaBatchReader, KafkaStreamReader
-from spark.schema import kafka_schema
-from spark.writer import KafkaBatchWriter, KafkaStreamWriter
+from logway.spark.options import lower_keys, parse_sink_options, parse_source_options
+from logway.spark.readers import KafkaBatchReader, KafkaStreamReader
+from logway.spark.schema import kafka_schema
+from logway.spark.writer import KafkaBatchWriter, KafkaStreamWriter
 
 FORMAT = "logway-kafka"
 

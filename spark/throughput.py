@@ -1,4 +1,4 @@
-"""`python -m spark.throughput [--bootstrap HOST:PORT] --mb 1024`: Spark batch-read throughput from a broker.
+"""`python -m logway.spark.throughput [--bootstrap HOST:PORT] --mb 1024`: Spark batch-read throughput from a broker.
 
 Fills a topic with fixed-size records (unless it already holds them), then times a local[2] Spark
 job that reads every record through the data source and sums the value lengths, so every byte
@@ -18,7 +18,7 @@ from pathlib import Path
 import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from spark.local_gateway import local_gateway
+from logway.spark.local_gateway import local_gateway
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -52,7 +52,7 @@ def fill_topic(bootstrap: str, topic: str, total_bytes: int, record_bytes: int, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spark.throughput", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m logway.spark.throughput", description=__doc__)
     parser.add_argument("--bootstrap", help="HOST:PORT of a broker (default: start a Logway gateway)")
     parser.add_argument("--mb", type=int, default=1024, help="topic size in MiB of values (default 1024)")
     parser.add_argument("--record-bytes", type=int, default=1000)
@@ -77,7 +77,7 @@ def _measure(args: argparse.Namespace, bootstrap: str) -> int:
     import pyspark.sql.functions as F
     from pyspark.sql import SparkSession
 
-    from spark.source import register
+    from logway.spark.source import register
 
     started = time.monotonic()
     spark = (SparkSession.builder.master("local[2]").appName("logway-spark-throughput")

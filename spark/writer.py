@@ -15,8 +15,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType
 
-from spark.options import SinkOptions
-from spark.schema import HEADERS_TYPE
+from logway.spark.options import SinkOptions
+from logway.spark.schema import HEADERS_TYPE
 
 # librdkafka's default partitioner hashes keys with CRC32; Java clients (and so Spark's Kafka sink)
 # use murmur2, so records with the same key land in the same partition whichever client wrote them.

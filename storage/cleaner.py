@@ -37,11 +37,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storage.config import LogConfig
-from storage.errors import InvalidConfig
-from storage.offset_map import OffsetMap
-from storage.segment import CLEANED_SUFFIX, LogSegment
-from wire.batch import (
+from logway.storage.config import LogConfig
+from logway.storage.errors import InvalidConfig
+from logway.storage.offset_map import OffsetMap
+from logway.storage.segment import CLEANED_SUFFIX, LogSegment
+from logway.wire.batch import (
     ATTRIBUTES_POS,
     CRC_POS,
     DELETE_HORIZON_MASK,
@@ -52,7 +52,7 @@ from wire.batch import (
     compute_crc,
     parse_header,
 )
-from wire.records import Record, build_batch, decode_batch, rebuild_batch
+from logway.wire.records import Record, build_batch, decode_batch, rebuild_batch
 
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"  # Kafka's LogCleanerManager.offsetCheckpointFile
 INT32_MAX = 2**31 - 1

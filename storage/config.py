@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from storage.errors import InvalidConfig
+from logway.storage.errors import InvalidConfig
 
 __all__ = ["BROKER_TO_TOPIC", "LONG_MAX", "LogConfig"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wire.errors import ErrorCode, KafkaError
+from logway.wire.errors import ErrorCode, KafkaError
 
 __all__ = [
     "CorruptRecord",

@@ -23,15 +23,15 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from storage.checkpoints import (
+from logway.storage.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     read_checkpoint,
     write_checkpoint,
 )
-from storage.cleaner import CLEANER_OFFSET_CHECKPOINT, CleanerConfig
-from storage.config import LogConfig
-from storage.errors import (
+from logway.storage.cleaner import CLEANER_OFFSET_CHECKPOINT, CleanerConfig
+from logway.storage.config import LogConfig
+from logway.storage.errors import (
     InvalidConfig,
     InvalidPartitions,
     InvalidTopic,
@@ -39,8 +39,8 @@ from storage.errors import (
     TopicAlreadyExists,
     UnknownTopicOrPartition,
 )
-from storage.partition_log import PartitionLog
-from storage.topic import Topic, collision_key, decode_topic_id, encode_topic_id, validate_topic_name
+from logway.storage.partition_log import PartitionLog
+from logway.storage.topic import Topic, collision_key, decode_topic_id, encode_topic_id, validate_topic_name
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"  # Kafka's CleanShutdownFileHandler
 PARTITION_METADATA_FILE = "partition.metadata"

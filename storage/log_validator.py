@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from storage.errors import CorruptRecord, InvalidRecord, RecordTooLarge
-from wire.batch import BatchHeader, CorruptBatch
-from wire.records import decode_batch, rebuild_batch
+from logway.storage.errors import CorruptRecord, InvalidRecord, RecordTooLarge
+from logway.wire.batch import BatchHeader, CorruptBatch
+from logway.wire.records import decode_batch, rebuild_batch
 
 
 def convert_batches(

@@ -14,7 +14,7 @@ from array import array
 from bisect import bisect_right
 from pathlib import Path
 
-from storage.index_file import IndexFile
+from logway.storage.index_file import IndexFile
 
 _ENTRY = struct.Struct(">ii")
 

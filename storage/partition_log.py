@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.cleaner import (
+from logway.storage.cleaner import (
     CleanableRange,
     CleanerConfig,
     CompactionResult,
@@ -38,8 +38,8 @@ from storage.cleaner import (
     cleanable_range,
     discard,
 )
-from storage.config import LogConfig
-from storage.errors import (
+from logway.storage.config import LogConfig
+from logway.storage.errors import (
     CorruptRecord,
     InvalidRecord,
     InvalidTimestamp,
@@ -48,9 +48,9 @@ from storage.errors import (
     RecordBatchTooLarge,
     RecordTooLarge,
 )
-from storage.log_validator import convert_batches
-from storage.producer_state import BatchMetadata, ProducerStateManager
-from storage.segment import (
+from logway.storage.log_validator import convert_batches
+from logway.storage.producer_state import BatchMetadata, ProducerStateManager
+from logway.storage.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
     INDEX_SUFFIX,
@@ -61,7 +61,7 @@ from storage.segment import (
     LogSegment,
     segment_name,
 )
-from wire.batch import (
+from logway.wire.batch import (
     NO_PRODUCER_ID,
     CorruptBatch,
     compute_crc,
@@ -71,7 +71,7 @@ from wire.batch import (
     patch_log_append_time,
     validate_batch,
 )
-from wire.compression import codec_for_compression_type
+from logway.wire.compression import codec_for_compression_type
 
 NO_TIMESTAMP = -1
 
@@ -501,7 +501,7 @@ class PartitionLog:
     def _first_record_at_or_after(
         seg: LogSegment, position: int, size: int, timestamp_ms: int, min_offset: int
     ) -> tuple[int, int] | None:
-        from wire.records import decode_batch  # the record codec; only this cold path decodes records
+        from logway.wire.records import decode_batch  # the record codec; only this cold path decodes records
 
         batch = decode_batch(seg.read_bytes(position, size))
         for record in batch.records:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import crc32c
 
-from storage.errors import InvalidProducerEpoch, OutOfOrderSequence
+from logway.storage.errors import InvalidProducerEpoch, OutOfOrderSequence
 
 NUM_BATCHES_TO_RETAIN = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 PRODUCER_ID_EXPIRATION_MS = 86400000  # Kafka's producer.id.expiration.ms default

@@ -13,11 +13,11 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
-from storage.config import LogConfig
-from storage.errors import KafkaStorageError
-from storage.offset_index import OffsetIndex
-from storage.time_index import TimeIndex
-from wire.batch import (
+from logway.storage.config import LogConfig
+from logway.storage.errors import KafkaStorageError
+from logway.storage.offset_index import OffsetIndex
+from logway.storage.time_index import TimeIndex
+from logway.wire.batch import (
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_POS,

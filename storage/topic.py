@@ -7,9 +7,9 @@ import re
 import uuid
 from dataclasses import dataclass, field
 
-from storage.config import LogConfig
-from storage.errors import InvalidTopic
-from storage.partition_log import PartitionLog
+from logway.storage.config import LogConfig
+from logway.storage.errors import InvalidTopic
+from logway.storage.partition_log import PartitionLog
 
 MAX_NAME_LENGTH = 249  # Kafka's Topic.MAX_NAME_LENGTH
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")

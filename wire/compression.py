@@ -28,7 +28,7 @@ import lz4.frame
 import snappy
 import zstandard
 
-from wire.batch import CorruptBatch
+from logway.wire.batch import CorruptBatch
 
 NONE = 0
 GZIP = 1

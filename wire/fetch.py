@@ -17,7 +17,7 @@ import struct
 import uuid
 from dataclasses import dataclass
 
-from wire.protocol import write_uvarint
+from logway.wire.protocol import write_uvarint
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

@@ -15,7 +15,7 @@ import struct
 import uuid
 from dataclasses import dataclass
 
-from wire.protocol import MalformedRequest, read_uvarint, skip_tagged_fields, write_uvarint
+from logway.wire.protocol import MalformedRequest, read_uvarint, skip_tagged_fields, write_uvarint
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

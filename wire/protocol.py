@@ -21,7 +21,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.index import api_key_map
 from kio.serial import entity_reader, entity_writer
 
-from wire.errors import ErrorCode, KafkaError
+from logway.wire.errors import ErrorCode, KafkaError
 
 API_VERSIONS_KEY = 18
 

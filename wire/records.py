@@ -26,8 +26,8 @@ from enum import IntEnum
 
 import crc32c
 
-from wire import compression as codecs
-from wire.batch import (
+from logway.wire import compression as codecs
+from logway.wire.batch import (
     ATTRIBUTES_POS,
     BATCH_HEADER_SIZE,
     COMPRESSION_MASK,
@@ -43,7 +43,7 @@ from wire.batch import (
     CorruptBatch,
     validate_batch,
 )
-from wire.varint import INT32_MAX, INT64_MAX, INT64_MIN, encode_varint, read_varint, read_varlong
+from logway.wire.varint import INT32_MAX, INT64_MAX, INT64_MIN, encode_varint, read_varint, read_varlong
 
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
 

@@ -6,7 +6,7 @@ encodings; values wrap to the field's width the way Java's arithmetic does.
 
 from __future__ import annotations
 
-from wire.batch import CorruptBatch
+from logway.wire.batch import CorruptBatch
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1

@@ -39,7 +39,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ARG001
     if not _matrix.cells:
         return
-    broker = os.environ.get("LOGWAY_TEST_BOOTSTRAP") or "Logway (python -m gateway serve)"
+    broker = os.environ.get("LOGWAY_TEST_BOOTSTRAP") or "Logway (python -m logway.gateway serve)"
     text = _matrix.markdown(broker if broker.startswith("Logway") else f"external broker {broker}")
     MATRIX_MD.write_text(text)
     terminalreporter.write_sep("=", "client compatibility matrix")

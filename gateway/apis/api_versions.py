@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-from wire.errors import ErrorCode
-from wire.protocol import build, encode_response, response_type
+from logway.wire.errors import ErrorCode
+from logway.wire.protocol import build, encode_response, response_type
 
 API_KEY = 18
 MIN_VERSION = 0
@@ -23,7 +23,7 @@ _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 def _api_keys() -> list[dict]:
-    from gateway.dispatch import supported_versions
+    from logway.gateway.dispatch import supported_versions
 
     return [{"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in supported_versions()]
 

@@ -6,9 +6,9 @@ broker only. validate_only checks without creating.
 
 from __future__ import annotations
 
-from gateway.apis.metadata import INTERNAL_TOPICS
-from wire.errors import ErrorCode, KafkaError
-from wire.protocol import build, response_type
+from logway.gateway.apis.metadata import INTERNAL_TOPICS
+from logway.wire.errors import ErrorCode, KafkaError
+from logway.wire.protocol import build, response_type
 
 API_KEY = 37
 MIN_VERSION = 0

@@ -8,9 +8,9 @@ gets INVALID_REPLICATION_FACTOR; manual replica assignments naming other brokers
 
 from __future__ import annotations
 
-from storage.config import LogConfig
-from wire.errors import ErrorCode, KafkaError
-from wire.protocol import build, response_type
+from logway.storage.config import LogConfig
+from logway.wire.errors import ErrorCode, KafkaError
+from logway.wire.protocol import build, response_type
 
 API_KEY = 19
 MIN_VERSION = 2

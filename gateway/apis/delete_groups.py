@@ -5,7 +5,7 @@ Only empty groups can be deleted (NON_EMPTY_GROUP otherwise); their offsets go w
 
 from __future__ import annotations
 
-from wire.protocol import build, response_type
+from logway.wire.protocol import build, response_type
 
 API_KEY = 42
 MIN_VERSION = 0

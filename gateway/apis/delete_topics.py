@@ -7,9 +7,9 @@ INVALID_TOPIC_EXCEPTION, as Kafka answers both.
 
 from __future__ import annotations
 
-from gateway.apis.metadata import INTERNAL_TOPICS
-from wire.errors import ErrorCode, KafkaError
-from wire.protocol import build, response_type
+from logway.gateway.apis.metadata import INTERNAL_TOPICS
+from logway.wire.errors import ErrorCode, KafkaError
+from logway.wire.protocol import build, response_type
 
 API_KEY = 20
 MIN_VERSION = 1

@@ -3,8 +3,8 @@ refused with UNSUPPORTED_ENDPOINT_TYPE, as a broker does)."""
 
 from __future__ import annotations
 
-from wire.errors import ErrorCode
-from wire.protocol import build, response_type
+from logway.wire.errors import ErrorCode
+from logway.wire.protocol import build, response_type
 
 API_KEY = 60
 MIN_VERSION = 0

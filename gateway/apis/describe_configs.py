@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from gateway.config import BROKER_DEFAULTS
-from storage.config import BROKER_TO_TOPIC, LogConfig
-from wire.errors import ErrorCode
-from wire.protocol import build, response_type
+from logway.gateway.config import BROKER_DEFAULTS
+from logway.storage.config import BROKER_TO_TOPIC, LogConfig
+from logway.wire.errors import ErrorCode
+from logway.wire.protocol import build, response_type
 
 API_KEY = 32
 MIN_VERSION = 1

@@ -7,7 +7,7 @@ groups, as Kafka does.
 
 from __future__ import annotations
 
-from wire.protocol import build, response_type
+from logway.wire.protocol import build, response_type
 
 API_KEY = 15
 MIN_VERSION = 0

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import trio
 
-from storage.errors import UnknownTopicOrPartition
-from wire.errors import ErrorCode, KafkaError
-from wire.fetch import FetchPartitionResult, FetchTopicResult, FileSlice, encode_fetch_response
+from logway.storage.errors import UnknownTopicOrPartition
+from logway.wire.errors import ErrorCode, KafkaError
+from logway.wire.fetch import FetchPartitionResult, FetchTopicResult, FileSlice, encode_fetch_response
 
 API_KEY = 1
 MIN_VERSION = 4

@@ -7,8 +7,8 @@ change for us (error codes and share groups).
 
 from __future__ import annotations
 
-from wire.errors import ErrorCode
-from wire.protocol import build, response_type
+from logway.wire.errors import ErrorCode
+from logway.wire.protocol import build, response_type
 
 API_KEY = 10
 MIN_VERSION = 0

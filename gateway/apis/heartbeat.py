@@ -5,7 +5,7 @@ REBALANCE_IN_PROGRESS tells the member to rejoin.
 
 from __future__ import annotations
 
-from wire.protocol import build, response_type
+from logway.wire.protocol import build, response_type
 
 API_KEY = 12
 MIN_VERSION = 0

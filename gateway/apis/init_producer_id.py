@@ -9,8 +9,8 @@ a non-null transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-from wire.errors import ErrorCode
-from wire.protocol import build, response_type
+from logway.wire.errors import ErrorCode
+from logway.wire.protocol import build, response_type
 
 API_KEY = 22
 MIN_VERSION = 0

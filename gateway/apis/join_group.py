@@ -8,7 +8,7 @@ The answer waits until the rebalance completes (GroupService.call).
 
 from __future__ import annotations
 
-from wire.protocol import build, response_type
+from logway.wire.protocol import build, response_type
 
 API_KEY = 11
 MIN_VERSION = 0

@@ -6,8 +6,8 @@ members by member id or group_instance_id (KIP-345), per-member errors; v4: flex
 
 from __future__ import annotations
 
-from coordinator.results import MemberIdentity
-from wire.protocol import build, response_type
+from logway.coordinator.results import MemberIdentity
+from logway.wire.protocol import build, response_type
 
 API_KEY = 13
 MIN_VERSION = 0

@@ -3,7 +3,7 @@ types_filter and group_type (KIP-848: every group here is "classic")."""
 
 from __future__ import annotations
 
-from wire.protocol import build, response_type
+from logway.wire.protocol import build, response_type
 
 API_KEY = 16
 MIN_VERSION = 0

@@ -10,9 +10,9 @@ v2: isolation_level; v4: current_leader_epoch and leader_epoch (we have one epoc
 
 from __future__ import annotations
 
-from storage.errors import UnknownTopicOrPartition
-from wire.errors import ErrorCode, KafkaError
-from wire.protocol import build, response_type
+from logway.storage.errors import UnknownTopicOrPartition
+from logway.wire.errors import ErrorCode, KafkaError
+from logway.wire.protocol import build, response_type
 
 API_KEY = 2
 MIN_VERSION = 1

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import uuid
 
-from storage.errors import UnknownTopicOrPartition
-from wire.errors import ErrorCode, KafkaError
-from wire.protocol import build, response_type
+from logway.storage.errors import UnknownTopicOrPartition
+from logway.wire.errors import ErrorCode, KafkaError
+from logway.wire.protocol import build, response_type
 
 API_KEY = 3
 MIN_VERSION = 0

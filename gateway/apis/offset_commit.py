@@ -10,9 +10,9 @@ The answer goes out after the commit is appended to __consumer_offsets.
 
 from __future__ import annotations
 
-from coordinator.results import CommitOffset
-from wire.errors import ErrorCode
-from wire.protocol import build, response_type
+from logway.coordinator.results import CommitOffset
+from logway.wire.errors import ErrorCode
+from logway.wire.protocol import build, response_type
 
 API_KEY = 8
 MIN_VERSION = 2

@@ -6,7 +6,7 @@ member of the group subscribes to the topic.
 
 from __future__ import annotations
 
-from wire.protocol import build, response_type
+from logway.wire.protocol import build, response_type
 
 API_KEY = 47
 MIN_VERSION = 0

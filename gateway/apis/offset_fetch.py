@@ -8,7 +8,7 @@ classic groups). A partition with nothing committed gets offset -1 and empty met
 
 from __future__ import annotations
 
-from wire.protocol import build, response_type
+from logway.wire.protocol import build, response_type
 
 API_KEY = 9
 MIN_VERSION = 1

@@ -9,9 +9,9 @@ v2: current_leader_epoch; v3: replica_id; v4: flexible.
 
 from __future__ import annotations
 
-from storage.errors import UnknownTopicOrPartition
-from wire.errors import ErrorCode
-from wire.protocol import build, response_type
+from logway.storage.errors import UnknownTopicOrPartition
+from logway.wire.errors import ErrorCode
+from logway.wire.protocol import build, response_type
 
 API_KEY = 23
 MIN_VERSION = 2

@@ -16,11 +16,11 @@ import logging
 
 import trio
 
-from gateway.broker import now_ms
-from storage.errors import UnknownTopicOrPartition
-from wire.errors import ErrorCode, KafkaError
-from wire.produce import ProducePartitionResult, decode_produce_request, encode_produce_response
-from wire.protocol import MalformedRequest
+from logway.gateway.broker import now_ms
+from logway.storage.errors import UnknownTopicOrPartition
+from logway.wire.errors import ErrorCode, KafkaError
+from logway.wire.produce import ProducePartitionResult, decode_produce_request, encode_produce_response
+from logway.wire.protocol import MalformedRequest
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ group_instance_id; v4: flexible; v5: protocol_type/protocol_name checked and ech
 
 from __future__ import annotations
 
-from wire.protocol import build, response_type
+from logway.wire.protocol import build, response_type
 
 API_KEY = 14
 MIN_VERSION = 0

@@ -1,6 +1,6 @@
-"""`python -m spark.pipeline [--bootstrap HOST:PORT]`: generate page views, run the job, print and check results.
+"""`python -m logway.spark.pipeline [--bootstrap HOST:PORT]`: generate page views, run the job, print and check results.
 
-Without --bootstrap it starts a throw-away Logway gateway (`python -m gateway serve`) on a free port.
+Without --bootstrap it starts a throw-away Logway gateway (`python -m logway.gateway serve`) on a free port.
 """
 
 from __future__ import annotations
@@ -15,9 +15,15 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from spark.local_gateway import local_gateway
-from spark.pipeline import events as ev
-from spark.pipeline.job import WATERMARK_DELAY_MS, Topics, read_parquet_counts, read_topic_counts, run_available_now
+from logway.spark.local_gateway import local_gateway
+from logway.spark.pipeline import events as ev
+from logway.spark.pipeline.job import (
+    WATERMARK_DELAY_MS,
+    Topics,
+    read_parquet_counts,
+    read_topic_counts,
+    run_available_now,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,7 +65,7 @@ def _print_table(title: str, counts: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spark.pipeline", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m logway.spark.pipeline", description=__doc__)
     parser.add_argument("--bootstrap", help="HOST:PORT of a Kafka-protocol broker (default: start a Logway gateway)")
     parser.add_argument("--events", type=int, default=2000, help="page views to generate (default 2000)")
     parser.add_argument("--partitions", type=int, default=3)
@@ -93,7 +99,7 @@ def _run(args: argparse.Namespace, bootstrap: str, work_dir: str) -> int:
     spark = _session(args.packages)
     try:
         if args.format == "logway-kafka":
-            from spark.source import register
+            from logway.spark.source import register
 
             register(spark)
         started = time.monotonic()

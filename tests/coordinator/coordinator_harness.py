@@ -14,9 +14,9 @@ from typing import Any
 from kio.schema.consumer_protocol_subscription.v1.data import ConsumerProtocolSubscription
 from kio.serial import entity_writer
 
-from coordinator.group_coordinator import GroupCoordinator
-from coordinator.results import CommitOffset, MemberIdentity
-from wire.errors import ErrorCode
+from logway.coordinator.group_coordinator import GroupCoordinator
+from logway.coordinator.results import CommitOffset, MemberIdentity
+from logway.wire.errors import ErrorCode
 
 _write_subscription_v1 = entity_writer(ConsumerProtocolSubscription)
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from coordinator_harness import Cluster, FakeOffsetsLog, Reply, subscription
 
-from coordinator.offsets_schema import (
+from logway.coordinator.offsets_schema import (
     GroupMetadataKey,
     OffsetCommitKey,
     decode_key,
     decode_offset_commit_value,
 )
-from coordinator.results import CommitOffset, MemberIdentity
-from wire.errors import ErrorCode as E
-from wire.errors import KafkaError
+from logway.coordinator.results import CommitOffset, MemberIdentity
+from logway.wire.errors import ErrorCode as E
+from logway.wire.errors import KafkaError
 
 DAY = 24 * 3600 * 1000
 

@@ -6,9 +6,9 @@ import uuid
 
 from coordinator_harness import Cluster, subscription
 
-from coordinator.offsets_schema import decode_group_metadata_value, decode_key, encode_group_metadata_key
-from coordinator.results import MemberIdentity
-from wire.errors import ErrorCode as E
+from logway.coordinator.offsets_schema import decode_group_metadata_value, decode_key, encode_group_metadata_key
+from logway.coordinator.results import MemberIdentity
+from logway.wire.errors import ErrorCode as E
 
 
 def test_first_v4_join_gets_a_member_id_to_rejoin_with(cluster: Cluster) -> None:

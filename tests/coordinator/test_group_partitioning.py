@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.partitioning import java_string_hashcode, partition_for_group
+from logway.coordinator.partitioning import java_string_hashcode, partition_for_group
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordinator.offsets_schema import (
+from logway.coordinator.offsets_schema import (
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadataValue,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coordinator.producer_ids import ProducerIdManager
+from logway.coordinator.producer_ids import ProducerIdManager
 
 
 def test_ids_are_sequential_within_a_block(tmp_path: Path) -> None:

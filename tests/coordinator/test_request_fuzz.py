@@ -7,7 +7,7 @@ import random
 import pytest
 from coordinator_harness import Cluster, Reply, subscription
 
-from coordinator.results import JoinGroupResult, MemberIdentity
+from logway.coordinator.results import JoinGroupResult, MemberIdentity
 
 PROTOCOLS = [[("range", subscription("t"))], [("range", subscription("t", "u")), ("rr", subscription("u"))]]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from coordinator_harness import Cluster, subscription
 
-from coordinator.offsets_schema import decode_group_metadata_value
-from wire.errors import ErrorCode as E
+from logway.coordinator.offsets_schema import decode_group_metadata_value
+from logway.wire.errors import ErrorCode as E
 
 
 def stable_static_group(cluster: Cluster, protocols=None) -> tuple[dict[str, str], str, int]:

@@ -41,7 +41,7 @@ def test_replication_factor_beyond_one_broker_is_refused(admin, topic_name):
 
 
 def test_auto_created_topic_has_num_partitions(tmp_path, topic_name):
-    from gateway.pytest_plugin import InProcessGateway
+    from logway.gateway.in_process import InProcessGateway
 
     gw = InProcessGateway(tmp_path / "d", {"num.partitions": "5"}).start()
     try:
@@ -56,7 +56,7 @@ def test_auto_created_topic_has_num_partitions(tmp_path, topic_name):
 
 
 def test_auto_creation_can_be_disabled(tmp_path, topic_name):
-    from gateway.pytest_plugin import InProcessGateway
+    from logway.gateway.in_process import InProcessGateway
 
     gw = InProcessGateway(tmp_path / "d", {"auto.create.topics.enable": "false"}).start()
     try:

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from wire.protocol import build, encode_body, request_type
+from logway.wire.protocol import build, encode_body, request_type
 
 
 def connect(gw) -> socket.socket:

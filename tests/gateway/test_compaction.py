@@ -8,7 +8,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaError
 
-from gateway.pytest_plugin import InProcessGateway
+from logway.gateway.in_process import InProcessGateway
 
 
 def read_all(bootstrap: str, topic: str) -> list:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.cli import build_parser, config_from_args
-from gateway.config import ConfigError, ServerConfig, parse_properties
+from logway.gateway.cli import build_parser, config_from_args
+from logway.gateway.config import ConfigError, ServerConfig, parse_properties
 
 
 def test_properties_format():

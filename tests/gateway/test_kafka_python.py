@@ -128,7 +128,7 @@ def test_restart_keeps_every_acknowledged_message(logway, topic_name):
 
 
 def test_flush_interval_messages_fsyncs_before_the_ack(tmp_path, topic_name):
-    from gateway.pytest_plugin import InProcessGateway
+    from logway.gateway.in_process import InProcessGateway
 
     gw = InProcessGateway(tmp_path / "d", {"log.flush.interval.messages": "1"}).start()
     try:

@@ -34,7 +34,7 @@ def spark_session() -> Iterator[object]:
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
     from pyspark.sql import SparkSession
 
-    from spark.source import register
+    from logway.spark.source import register
 
     session = (SparkSession.builder.master("local[2]").appName("logway-spark-tests")
                .config("spark.ui.enabled", "false")

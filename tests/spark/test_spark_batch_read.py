@@ -2,7 +2,7 @@
 
 import pyspark.sql.functions as F
 
-from spark.source import FORMAT
+from logway.spark.source import FORMAT
 
 COLUMNS = ["key", "value", "topic", "partition", "offset", "ts_ms", "timestampType", "headers"]
 

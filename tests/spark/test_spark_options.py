@@ -2,7 +2,7 @@
 
 import pytest
 
-from spark.options import (
+from logway.spark.options import (
     Assign,
     Subscribe,
     SubscribePattern,
@@ -11,7 +11,7 @@ from spark.options import (
     parse_sink_options,
     parse_source_options,
 )
-from spark.ranges import OffsetRange, rate_limit, resolve_ranges, split_ranges
+from logway.spark.ranges import OffsetRange, rate_limit, resolve_ranges, split_ranges
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
 

@@ -2,9 +2,15 @@
 
 from pathlib import Path
 
-from spark.pipeline import events as ev
-from spark.pipeline.job import WATERMARK_DELAY_MS, Topics, read_parquet_counts, read_topic_counts, run_available_now
-from spark.source import FORMAT
+from logway.spark.pipeline import events as ev
+from logway.spark.pipeline.job import (
+    WATERMARK_DELAY_MS,
+    Topics,
+    read_parquet_counts,
+    read_topic_counts,
+    run_available_now,
+)
+from logway.spark.source import FORMAT
 
 from .conftest import EXTRA_PRODUCER_CONFIG
 

@@ -6,8 +6,8 @@ import confluent_kafka as ck
 import pytest
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructField, StructType
 
-from spark.schema import HEADERS_TYPE
-from spark.source import FORMAT
+from logway.spark.schema import HEADERS_TYPE
+from logway.spark.source import FORMAT
 
 
 def _consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list[ck.Message]:

@@ -3,7 +3,7 @@
 import time
 import uuid
 
-from spark.source import FORMAT
+from logway.spark.source import FORMAT
 
 
 def _stream(spark, bootstrap: str, topic: str, **options):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from storage.config import LogConfig
-from storage.partition_log import PartitionLog
+from logway.storage.config import LogConfig
+from logway.storage.partition_log import PartitionLog
 
 # The suite runs with --import-mode=importlib, which puts no test folder on sys.path; the test
 # modules here import their batch builder from the sibling storage_helpers.py.

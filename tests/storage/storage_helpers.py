@@ -72,7 +72,7 @@ def keyed_batch(
     transactional: bool = False,
 ) -> bytearray:
     """A v2 batch of (key, value) records built by wire.records (any codec; value None is a tombstone)."""
-    from wire.records import NewRecord, build_batch
+    from logway.wire.records import NewRecord, build_batch
 
     return bytearray(
         build_batch(
@@ -88,7 +88,7 @@ def keyed_batch(
 
 def log_batches(plog):
     """Every decoded batch of a partition log from its start offset, read the way a consumer fetches."""
-    from wire.records import decode_batches
+    from logway.wire.records import decode_batches
 
     batches = []
     offset = plog.log_start_offset

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from storage_helpers import NOW, make_batch
 
-from storage.errors import (
+from logway.storage.errors import (
     CorruptRecord,
     InvalidRecord,
     InvalidTimestamp,
@@ -17,9 +17,9 @@ from storage.errors import (
     RecordBatchTooLarge,
     RecordTooLarge,
 )
-from storage.partition_log import PartitionLog
-from wire.batch import iter_headers, parse_header
-from wire.records import decode_batches
+from logway.storage.partition_log import PartitionLog
+from logway.wire.batch import iter_headers, parse_header
+from logway.wire.records import decode_batches
 
 SMALL = {"segment.bytes": "2000", "index.interval.bytes": "200"}
 
@@ -132,7 +132,7 @@ def test_out_of_range_on_both_sides_and_empty_at_the_end(open_log):
 )
 def test_index_lookup_agrees_with_a_linear_scan(tmp_path_factory, clock, sizes, interval, data):
     directory = tmp_path_factory.mktemp("idx") / "t-0"
-    from storage.config import LogConfig
+    from logway.storage.config import LogConfig
 
     config = LogConfig.from_properties({"segment.bytes": "3000", "index.interval.bytes": str(interval)})
     plog = PartitionLog(directory, "t", 0, config, clock_ms=clock)

@@ -8,10 +8,10 @@ import pytest
 import trio
 from storage_helpers import NOW, keyed_batch, log_batches, log_records, make_batch
 
-from storage.config import LogConfig
-from storage.errors import InvalidRecord, OutOfOrderSequence
-from wire import compression as codecs
-from wire.batch import DELETE_HORIZON_MASK, CorruptBatch
+from logway.storage.config import LogConfig
+from logway.storage.errors import InvalidRecord, OutOfOrderSequence
+from logway.wire import compression as codecs
+from logway.wire.batch import DELETE_HORIZON_MASK, CorruptBatch
 
 PROPS = {"cleanup.policy": "compact", "segment.bytes": "1024", "file.delete.delay.ms": "0"}
 
@@ -277,7 +277,7 @@ async def test_appends_and_reads_continue_while_a_worker_thread_compacts(open_lo
 
 
 def test_a_corrupt_batch_stops_compaction_and_marks_the_log_uncleanable(tmp_path, clock):
-    from storage.log_manager import LogManager
+    from logway.storage.log_manager import LogManager
 
     manager = LogManager([tmp_path / "logs"], LogConfig(), clock_ms=clock)
     manager.open()

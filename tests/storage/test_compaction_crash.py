@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from storage_helpers import NOW, keyed_batch, log_records
 
-from storage.config import LogConfig
-from storage.partition_log import PartitionLog
+from logway.storage.config import LogConfig
+from logway.storage.partition_log import PartitionLog
 
 PROPS = {"cleanup.policy": "compact", "segment.bytes": "1024", "file.delete.delay.ms": "0"}
 HERE = Path(__file__).parent
@@ -141,8 +141,8 @@ CHILD = """
 import sys
 sys.path[:0] = [{root!r}, {here!r}]
 from storage_helpers import NOW, keyed_batch
-from storage.config import LogConfig
-from storage.partition_log import PartitionLog
+from logway.storage.config import LogConfig
+from logway.storage.partition_log import PartitionLog
 
 plog = PartitionLog({data!r}, "t", 0, LogConfig.from_properties({props!r}))
 for round_ in range(10_000):

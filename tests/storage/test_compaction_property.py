@@ -6,8 +6,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from storage_helpers import NOW, keyed_batch, log_records
 
-from storage.config import LogConfig
-from storage.partition_log import PartitionLog
+from logway.storage.config import LogConfig
+from logway.storage.partition_log import PartitionLog
 
 RETENTION = 1000
 PROPS = {"cleanup.policy": "compact", "segment.bytes": "400", "delete.retention.ms": str(RETENTION)}

@@ -6,10 +6,10 @@ import pytest
 import trio
 from storage_helpers import NOW, keyed_batch
 
-from storage.cleaner import CleanerConfig
-from storage.config import LogConfig
-from storage.errors import InvalidConfig
-from storage.log_manager import LogManager
+from logway.storage.cleaner import CleanerConfig
+from logway.storage.config import LogConfig
+from logway.storage.errors import InvalidConfig
+from logway.storage.log_manager import LogManager
 
 COMPACT = {"cleanup.policy": "compact", "segment.bytes": "1024"}
 

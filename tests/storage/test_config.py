@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from storage.config import BROKER_TO_TOPIC, LONG_MAX, LogConfig
-from storage.errors import InvalidConfig
+from logway.storage.config import BROKER_TO_TOPIC, LONG_MAX, LogConfig
+from logway.storage.errors import InvalidConfig
 
 
 def test_kafka_defaults():

@@ -6,7 +6,7 @@ import threading
 
 from storage_helpers import NOW, make_batch
 
-from wire.batch import iter_headers
+from logway.wire.batch import iter_headers
 
 
 def test_flush_from_a_thread_while_appending(open_log):

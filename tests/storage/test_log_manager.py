@@ -9,15 +9,15 @@ from collections import Counter
 import pytest
 from storage_helpers import NOW, make_batch
 
-from storage.config import LogConfig
-from storage.errors import (
+from logway.storage.config import LogConfig
+from logway.storage.errors import (
     InvalidConfig,
     InvalidPartitions,
     InvalidTopic,
     TopicAlreadyExists,
     UnknownTopicOrPartition,
 )
-from storage.log_manager import LogManager
+from logway.storage.log_manager import LogManager
 
 
 @pytest.fixture

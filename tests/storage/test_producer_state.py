@@ -7,7 +7,7 @@ import os
 import pytest
 from storage_helpers import NOW, make_batch
 
-from storage.errors import InvalidProducerEpoch, InvalidRecord, OutOfOrderSequence
+from logway.storage.errors import InvalidProducerEpoch, InvalidRecord, OutOfOrderSequence
 
 PID = 4242
 

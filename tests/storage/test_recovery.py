@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from storage_helpers import NOW, make_batch
 
-from storage.config import LogConfig
-from storage.partition_log import PartitionLog
-from wire.batch import iter_headers
+from logway.storage.config import LogConfig
+from logway.storage.partition_log import PartitionLog
+from logway.wire.batch import iter_headers
 
 PROPS = {"segment.bytes": "3000", "index.interval.bytes": "150"}
 

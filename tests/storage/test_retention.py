@@ -7,7 +7,7 @@ import os
 import pytest
 from storage_helpers import NOW, make_batch
 
-from storage.errors import OffsetOutOfRange
+from logway.storage.errors import OffsetOutOfRange
 
 DAY = 86_400_000
 
@@ -75,8 +75,8 @@ def test_compact_only_topics_are_not_subject_to_retention(open_log):
 
 
 def test_log_start_offset_survives_restart(tmp_path, clock):
-    from storage.config import LogConfig
-    from storage.log_manager import LogManager
+    from logway.storage.config import LogConfig
+    from logway.storage.log_manager import LogManager
 
     manager = LogManager([tmp_path], LogConfig.from_properties({"segment.bytes": "300", "retention.bytes": "0"}), clock_ms=clock)
     manager.open()

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from storage_helpers import NOW, make_batch
 
-from storage.config import LogConfig
-from storage.log_manager import LogManager
+from logway.storage.config import LogConfig
+from logway.storage.log_manager import LogManager
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
@@ -20,8 +20,8 @@ CHILD = """
 import sys, time
 sys.path[:0] = [{root!r}, {here!r}]
 from storage_helpers import NOW, make_batch
-from storage.config import LogConfig
-from storage.log_manager import LogManager
+from logway.storage.config import LogConfig
+from logway.storage.log_manager import LogManager
 
 manager = LogManager([{data!r}], LogConfig.from_properties({{"segment.bytes": "600"}}))
 manager.open()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from storage_helpers import NOW, log_batches
 
-from storage.errors import RecordTooLarge
-from wire import compression as codecs
-from wire.records import Header, NewRecord, build_batch
+from logway.storage.errors import RecordTooLarge
+from logway.wire import compression as codecs
+from logway.wire.records import Header, NewRecord, build_batch
 
 CODEC_NAMES = {codecs.NONE: "uncompressed", codecs.GZIP: "gzip", codecs.SNAPPY: "snappy", codecs.LZ4: "lz4", codecs.ZSTD: "zstd"}
 

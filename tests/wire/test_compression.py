@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka import codec as kafka_python_codec
 
-from wire import compression
-from wire.batch import CorruptBatch
-from wire.compression import (
+from logway.wire import compression
+from logway.wire.batch import CorruptBatch
+from logway.wire.compression import (
     GZIP,
     LZ4,
     NONE,

@@ -9,8 +9,8 @@ import uuid
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wire.fetch import FetchPartitionResult, FetchTopicResult, FileSlice, encode_fetch_response
-from wire.protocol import build, encode_response, response_type
+from logway.wire.fetch import FetchPartitionResult, FetchTopicResult, FileSlice, encode_fetch_response
+from logway.wire.protocol import build, encode_response, response_type
 
 partitions = st.builds(
     FetchPartitionResult,

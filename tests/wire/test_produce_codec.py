@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.serial import entity_writer
 
-from wire.produce import ProducePartitionResult, decode_produce_request, encode_produce_response
-from wire.protocol import MalformedRequest, build, encode_response, request_type, response_type
+from logway.wire.produce import ProducePartitionResult, decode_produce_request, encode_produce_response
+from logway.wire.protocol import MalformedRequest, build, encode_response, request_type, response_type
 
 requests = st.fixed_dictionaries({
     "transactional_id": st.one_of(st.none(), st.text(max_size=10)),

@@ -9,16 +9,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wire import compression
-from wire.batch import (
+from logway.wire import compression
+from logway.wire.batch import (
     BATCH_HEADER_SIZE,
     CRC_POS,
     CorruptBatch,
     UnsupportedMagic,
     validate_batch,
 )
-from wire.compression import DecompressedTooLarge
-from wire.records import (
+from logway.wire.compression import DecompressedTooLarge
+from logway.wire.records import (
     NO_TIMESTAMP,
     ControlType,
     Header,

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from wire import compression
-from wire.batch import parse_header
-from wire.records import (
+from logway.wire import compression
+from logway.wire.batch import parse_header
+from logway.wire.records import (
     ControlType,
     Header,
     NewRecord,

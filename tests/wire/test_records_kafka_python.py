@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from wire import compression
-from wire.batch import BATCH_HEADER_SIZE, parse_header
-from wire.records import Header, NewRecord, Record, build_batch, decode_batch
+from logway.wire import compression
+from logway.wire.batch import BATCH_HEADER_SIZE, parse_header
+from logway.wire.records import Header, NewRecord, Record, build_batch, decode_batch
 
 CODECS = sorted(compression.CODEC_BY_CODE)
 blobs = st.none() | st.binary(max_size=30)

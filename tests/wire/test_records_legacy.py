@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-from wire import compression
-from wire.batch import CorruptBatch
-from wire.records import NO_TIMESTAMP, Record, build_batch, decode_legacy
+from logway.wire import compression
+from logway.wire.batch import CorruptBatch
+from logway.wire.records import NO_TIMESTAMP, Record, build_batch, decode_legacy
 
 # kafka-python writes lz4 for magic 0 with Kafka 0.8's broken frame checksum, which we do not read.
 FORMATS = [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2), (1, 3)]

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wire.batch import CorruptBatch
-from wire.varint import (
+from logway.wire.batch import CorruptBatch
+from logway.wire.varint import (
     INT32_MAX,
     INT32_MIN,
     INT64_MAX,

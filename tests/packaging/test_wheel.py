@@ -1,0 +1,92 @@
+"""The distribution as a user gets it: a wheel and an sdist built from the tree, the wheel installed into a
+fresh venv, used from outside the repository (import, `logway --version`, serve, produce, consume, stop).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tarfile
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import free_port, wait_for_port
+
+ROOT = Path(__file__).resolve().parents[2]
+TOP_LEVEL = {"wire", "storage", "coordinator", "gateway", "spark"}
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(ROOT)],
+                   check=True, capture_output=True, timeout=600)
+    return out
+
+
+def test_wheel_installs_one_import_name(dist: Path) -> None:
+    (wheel,) = dist.glob("logway-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/", 1)[0] for n in names if not n.split("/", 1)[0].endswith(".dist-info")}
+    assert tops == {"logway"}, tops
+    assert "logway/wire/batch.py" in names and "logway/gateway/apis/produce.py" in names
+    assert "logway/spark/pipeline/job.py" in names
+    assert not any(n.startswith("logway/tests") or "/tests/" in n for n in names)
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    text = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "logway = logway.gateway.cli:main" in text and "logway = logway.gateway.pytest_plugin" in text
+
+
+def test_sdist_carries_the_sources(dist: Path) -> None:
+    (sdist,) = dist.glob("logway-*.tar.gz")
+    names = tarfile.open(sdist).getnames()
+    for folder in TOP_LEVEL:
+        assert any(f"/{folder}/__init__.py" in n for n in names), folder
+
+
+def test_wheel_in_a_fresh_venv(dist: Path, tmp_path: Path) -> None:
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    (wheel,) = dist.glob("logway-*.whl")
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    py, logway = env_dir / "bin" / "python", env_dir / "bin" / "logway"
+    subprocess.run([py, "-m", "pip", "install", "--quiet", str(wheel)], check=True, timeout=600, cwd=tmp_path)
+    # Outside the repository: only the installed `logway` namespace is importable, not the repo's folders.
+    probe = ("import importlib.util, logway.wire.batch, logway.gateway.broker; "
+             "print(all(importlib.util.find_spec(n) is None for n in ('wire', 'storage', 'gateway', 'spark')))")
+    assert subprocess.run([py, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                          check=True).stdout.strip() == "True"
+    version = subprocess.run([logway, "--version"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert version.stdout.strip().startswith("logway ")
+
+    port = free_port()
+    listener = f"PLAINTEXT://127.0.0.1:{port}"
+    proc = subprocess.Popen([logway, "serve", "--listeners", listener, "--advertised-listeners", listener,
+                             "--log-dirs", str(tmp_path / "data")], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        wait_for_port(port, proc)
+        producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}")
+        for i in range(10):
+            producer.send("smoke", key=b"k%d" % i, value=b"v%d" % i)
+        producer.flush()
+        producer.close()
+        consumer = KafkaConsumer(bootstrap_servers=f"127.0.0.1:{port}", consumer_timeout_ms=10_000)
+        consumer.assign([TopicPartition("smoke", 0)])
+        consumer.seek_to_beginning()
+        got = []
+        for message in consumer:
+            got.append((message.offset, message.key, message.value))
+            if len(got) == 10:
+                break
+        consumer.close()
+        assert got == [(i, b"k%d" % i, b"v%d" % i) for i in range(10)]
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out.decode()
+    assert b"Traceback" not in out
