@@ -4,6 +4,7 @@ fresh venv, used from outside the repository (import, `logway --version`, serve,
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import tarfile
@@ -12,8 +13,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
-from conftest import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TOP_LEVEL = {"wire", "storage", "coordinator", "gateway", "spark"}
@@ -63,13 +62,18 @@ def test_wheel_in_a_fresh_venv(dist: Path, tmp_path: Path) -> None:
     version = subprocess.run([logway, "--version"], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert version.stdout.strip().startswith("logway ")
 
-    port = free_port()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
     listener = f"PLAINTEXT://127.0.0.1:{port}"
     proc = subprocess.Popen([logway, "serve", "--listeners", listener, "--advertised-listeners", listener,
                              "--log-dirs", str(tmp_path / "data")], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        wait_for_port(port, proc)
+        for line in proc.stdout:  # the gateway logs "listening on ..." once it accepts connections
+            if b"listening on" in line:
+                break
+        assert proc.poll() is None
         producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}")
         for i in range(10):
             producer.send("smoke", key=b"k%d" % i, value=b"v%d" % i)
