@@ -145,6 +145,8 @@ class LogManager:
             plog.delete()
         self._pending_deletes = []
         self.checkpoint()
+        if any(plog.offline for plog in self._all_logs()):
+            return  # a log that failed a write is not cleanly shut down: the next start recovers it
         for log_dir in self.log_dirs:
             fd = os.open(log_dir / CLEAN_SHUTDOWN_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
