@@ -520,6 +520,8 @@ class PartitionLog:
 
     def flush(self) -> None:
         """fsync everything appended so far and advance the recovery point (safe from a worker thread)."""
+        if self._offline:
+            raise KafkaStorageError(f"log {self.topic}-{self.partition} is offline")
         segments = self._segments
         target = self._log_end_offset
         recovery_point = self._recovery_point
