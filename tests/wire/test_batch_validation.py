@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from logway.wire import compression
+from logway.wire import batch_validation, compression
 from logway.wire.batch import (
     ATTRIBUTES_POS,
     BATCH_HEADER_SIZE,
@@ -36,6 +36,16 @@ new_records = st.builds(NewRecord, key=blobs, value=blobs, headers=headers, time
 PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 compiled = pytest.mark.skipif(not has_compiled_scanner(), reason="the C scanner was not built")
+
+
+@pytest.fixture(autouse=True, params=["C", "Python"])
+def scanner(request, monkeypatch) -> str:
+    """Every test runs with the C scanner (when built) and with the Python fallback an install without a compiler uses."""
+    if request.param == "C" and not has_compiled_scanner():
+        pytest.skip("the C scanner was not built")
+    if request.param == "Python":
+        monkeypatch.setattr(batch_validation, "_scan_records_c", None)
+    return request.param
 
 
 def _validate(raw: bytes | bytearray):
