@@ -113,8 +113,10 @@ class PartitionLog:
         clock_ms: Callable[[], int] | None = None,
         cleaner_offset: int | None = None,
         cleaner_config: CleanerConfig | None = None,
+        on_offline: Callable[[PartitionLog], None] | None = None,
     ) -> None:
         self.dir = Path(directory)
+        self._on_offline = on_offline  # the log manager takes the whole log dir offline
         self.topic = topic
         self.partition = partition
         self.config = config
@@ -412,11 +414,17 @@ class PartitionLog:
 
     def _take_offline(self, error: OSError) -> None:
         """An I/O error that could not be undone (Kafka's LogDirFailureChannel): no more appends until a restart."""
-        self._offline = True
         log.error(
             "log %s-%d in %s is offline: %s. It takes no appends until the broker restarts and recovers it; "
             "reads still serve the acknowledged records.", self.topic, self.partition, self.dir, error,
         )
+        self.take_offline()
+        if self._on_offline is not None:
+            self._on_offline(self)
+
+    def take_offline(self) -> None:
+        """Refuse appends and flushes from now on (its log dir failed); reads go on."""
+        self._offline = True
 
     @property
     def offline(self) -> bool:

@@ -265,3 +265,39 @@ def test_a_failed_checkpoint_write_keeps_the_previous_checkpoint(tmp_path, fault
     reopened.open()
     _assert_serves_exactly(reopened.get_partition("t", 0), acked)
     reopened.close()
+
+
+def test_an_error_that_cannot_be_undone_takes_the_whole_log_dir_offline(tmp_path, faults, caplog):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = LogManager(dirs, LogConfig.from_properties(CONFIG), clock_ms=FakeClock())
+    manager.open()
+    manager.create_topic("t", 4, {})
+    logs = [manager.get_partition("t", p) for p in range(4)]
+    failing = logs[0]
+    same_dir = [p for p in logs[1:] if p.dir.parent == failing.dir.parent]
+    other_dir = [p for p in logs if p.dir.parent != failing.dir.parent]
+    assert same_dir and other_dir
+    acked = {id(p): [] for p in logs}
+    for plog in logs:
+        _append_all(plog, 3, 0, acked[id(plog)])
+    faults.root = str(failing.dir)  # only the first partition's files fail
+    faults.arm("write", ".log", errno.EIO, partial=True)
+    faults.arm("ftruncate", ".log", errno.EIO)
+    with caplog.at_level(logging.ERROR):
+        assert _append_all(failing, 1, 3, []) == 1
+    assert f"log dir {failing.dir.parent} is offline" in caplog.text
+    for plog in same_dir:
+        assert plog.offline and _append_all(plog, 1, 3, acked[id(plog)]) == 1
+        _assert_serves_exactly(plog, acked[id(plog)])  # reads go on
+    for plog in other_dir:
+        assert not plog.offline and _append_all(plog, 1, 3, acked[id(plog)]) == 0
+    manager.close()
+
+    restarted = LogManager(dirs, LogConfig.from_properties(CONFIG), clock_ms=FakeClock())
+    restarted.open()
+    lost = [b"batch %04d record %d " % (3, n) + b"x" * 60 for n in range(3)]
+    for p, plog in enumerate(logs):
+        again = restarted.get_partition("t", p)
+        assert not again.offline
+        _assert_serves_exactly(again, acked[id(plog)], maybe_extra=lost if plog is failing else ())
+    restarted.close()
