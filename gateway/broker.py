@@ -20,6 +20,7 @@ from logway.coordinator.producer_ids import ProducerIdManager
 from logway.gateway.config import ServerConfig, parse_properties
 from logway.gateway.groups import GroupService
 from logway.storage.cleaner import CleanerConfig
+from logway.storage.errors import KafkaStorageError
 from logway.storage.log_manager import CHECKPOINT_INTERVAL_MS, LogManager
 from logway.storage.partition_log import PartitionLog
 
@@ -112,7 +113,10 @@ class Broker:
         while True:
             await trio.sleep(1.0)
             for partition in self.logs.flush_due(now_ms()):
-                await trio.to_thread.run_sync(partition.flush)
+                try:
+                    await trio.to_thread.run_sync(partition.flush)
+                except KafkaStorageError:
+                    pass  # the log went offline and logged why; the other logs are still flushed
 
     async def _cleaner_loop(self) -> None:
         """Kafka's log cleaner: compact due logs in worker threads, swap the result in on the loop."""

@@ -43,7 +43,13 @@ class IndexFile:
         return os.pread(self.fd, size, 0)
 
     def _write(self, data: bytes) -> None:
-        os.write(self.fd, data)
+        written = 0
+        while written < len(data):  # a short write is followed by the call that reports ENOSPC
+            written += os.write(self.fd, data[written:])
+
+    def truncate_entries(self, count: int) -> None:
+        """Keep the first ``count`` entries, in memory and in the file (the undo of a failed append)."""
+        self._truncate(count)
 
     def _truncate_entries(self, count: int) -> None:
         os.ftruncate(self.fd, count * self.entry_size)

@@ -115,6 +115,7 @@ class LogManager:
                         clock_ms=self._clock,
                         cleaner_offset=cleaner_offsets.get(parsed),
                         cleaner_config=self.cleaner_config,
+                        on_offline=self._log_dir_failed,
                     )
             for name, logs in found.items():
                 topic_id, overrides = metadata[name]
@@ -145,6 +146,8 @@ class LogManager:
             plog.delete()
         self._pending_deletes = []
         self.checkpoint()
+        if any(plog.offline for plog in self._all_logs()):
+            return  # a log that failed a write is not cleanly shut down: the next start recovers it
         for log_dir in self.log_dirs:
             fd = os.open(log_dir / CLEAN_SHUTDOWN_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
@@ -302,6 +305,14 @@ class LogManager:
 
     # -- helpers -----------------------------------------------------------------------------------------
 
+    def _log_dir_failed(self, failed: PartitionLog) -> None:
+        """Kafka's LogDirFailureChannel: an I/O error one log could not undo takes its whole log dir offline."""
+        log_dir = failed.dir.parent
+        log.error("log dir %s is offline: its partitions take no appends until the broker restarts", log_dir)
+        for plog in list(self._all_logs()):
+            if plog.dir.parent == log_dir:
+                plog.take_offline()
+
     def _all_logs(self) -> Iterator[PartitionLog]:
         for topic in self.topics.values():
             yield from topic.partitions
@@ -344,7 +355,8 @@ class LogManager:
         _write_topic_id(path, topic.topic_id)
         _write_properties(path, topic.overrides)
         return PartitionLog(
-            path, topic.name, partition, topic.config, clock_ms=self._clock, cleaner_config=self.cleaner_config
+            path, topic.name, partition, topic.config, clock_ms=self._clock, cleaner_config=self.cleaner_config,
+            on_offline=self._log_dir_failed,
         )
 
 

@@ -21,6 +21,7 @@ the old or the new segments.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
@@ -39,16 +40,8 @@ from logway.storage.cleaner import (
     discard,
 )
 from logway.storage.config import LogConfig
-from logway.storage.errors import (
-    CorruptRecord,
-    InvalidRecord,
-    InvalidTimestamp,
-    KafkaStorageError,
-    OffsetOutOfRange,
-    RecordBatchTooLarge,
-    RecordTooLarge,
-)
-from logway.storage.log_validator import convert_batches
+from logway.storage.errors import InvalidRecord, KafkaStorageError, OffsetOutOfRange, RecordBatchTooLarge
+from logway.storage.log_validator import ValidBatch, convert_batches, validate_batches
 from logway.storage.producer_state import BatchMetadata, ProducerStateManager
 from logway.storage.segment import (
     CLEANED_SUFFIX,
@@ -59,21 +52,21 @@ from logway.storage.segment import (
     TIME_INDEX_SUFFIX,
     BatchEntry,
     LogSegment,
+    UndoFailed,
     segment_name,
 )
 from logway.wire.batch import (
     NO_PRODUCER_ID,
-    CorruptBatch,
-    compute_crc,
-    iter_headers,
     patch_base_offset,
     patch_leader_epoch,
     patch_log_append_time,
-    validate_batch,
+    patch_max_timestamp,
 )
 from logway.wire.compression import codec_for_compression_type
 
 NO_TIMESTAMP = -1
+
+log = logging.getLogger(__name__)
 
 
 def _wall_clock_ms() -> int:
@@ -120,8 +113,10 @@ class PartitionLog:
         clock_ms: Callable[[], int] | None = None,
         cleaner_offset: int | None = None,
         cleaner_config: CleanerConfig | None = None,
+        on_offline: Callable[[PartitionLog], None] | None = None,
     ) -> None:
         self.dir = Path(directory)
+        self._on_offline = on_offline  # the log manager takes the whole log dir offline
         self.topic = topic
         self.partition = partition
         self.config = config
@@ -130,6 +125,7 @@ class PartitionLog:
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._dir_dirty = False
         self._closed = False
+        self._offline = False  # an I/O error that could not be undone: no more appends (Kafka's offline log dir)
         self.cleaner_config = cleaner_config or CleanerConfig()
         self._cleaner_offset = cleaner_offset  # first dirty offset (Kafka's cleaner-offset-checkpoint entry)
         self._compacting = False
@@ -277,121 +273,138 @@ class PartitionLog:
     # -- appending -----------------------------------------------------------------------------------
 
     def append(self, buf: bytearray | memoryview, *, now_ms: int, leader_epoch: int = 0) -> AppendResult:
-        """Validate, assign offsets in place and write the batches a producer sent (O(batches)).
+        """Validate, convert, deduplicate, assign offsets in place and write the batches a producer sent.
 
-        Checks follow Kafka's UnifiedLog.analyzeAndValidateRecords and LogValidator, per batch
-        only: structure and magic, baseOffset 0, size against max.message.bytes, CRC-32C,
-        record count vs offset delta, no control batches, producer sequences present, and
-        CreateTime timestamps within message.timestamp.before/after.max.ms (checked on the batch's
-        baseTimestamp and maxTimestamp rather than every record). Then idempotent-producer checks;
-        a duplicate writes nothing and returns the original offsets.
+        All or nothing: one batch failing validation (storage.log_validator: Kafka's LogValidator,
+        every record read) rejects the append, and an I/O error while writing leaves the files as
+        they were (KAFKA_STORAGE_ERROR). A duplicate (an idempotent retry) writes nothing and
+        returns the original offsets.
         """
+        view = self._append_buffer(buf)
+        topic_partition = f"{self.topic}-{self.partition}"
+        batches = validate_batches(view, self.config, now_ms, topic_partition)
+        view, batches = self._convert(view, batches, topic_partition)
+        duplicate = self._find_duplicate(batches)
+        if duplicate is not None:
+            return duplicate
+        first_offset = self._log_end_offset
+        entries = self._assign_offsets(view, batches, now_ms, leader_epoch)
+        self._write(view, entries, now_ms)
+        self._update_producers(batches, entries)
+        return AppendResult(
+            first_offset,
+            self._log_end_offset - 1,
+            now_ms if self.config.log_append_time else NO_TIMESTAMP,
+            self._log_start_offset,
+            # flush.messages: the caller fsyncs (off the event loop) before answering the producer.
+            flush_needed=self._log_end_offset - self._recovery_point >= self.config.flush_messages,
+        )
+
+    def _append_buffer(self, buf: bytearray | memoryview) -> memoryview:
+        """The produced bytes as a writable byte view, if this log takes appends and they can fit a segment."""
         if self._closed:
             raise KafkaStorageError(f"log {self.topic}-{self.partition} is closed")
+        if self._offline:
+            raise KafkaStorageError(f"log {self.topic}-{self.partition} is offline after an I/O error it could not undo")
         view = memoryview(buf).cast("B")
         if view.readonly:
             raise TypeError("append patches offsets in place: pass a bytearray or writable memoryview")
-        total = len(view)
-        if total == 0:
+        if len(view) == 0:
             raise InvalidRecord("Produce request contained no record batch")
-        cfg = self.config
-        if total > cfg.segment_bytes:
+        self._check_fits_segment(len(view))
+        return view
+
+    def _check_fits_segment(self, total: int) -> None:
+        if total > self.config.segment_bytes:
             raise RecordBatchTooLarge(
                 f"Message batch size is {total} bytes in append to partition {self.topic}-{self.partition} "
-                f"which exceeds the maximum configured segment size of {cfg.segment_bytes}."
+                f"which exceeds the maximum configured segment size of {self.config.segment_bytes}."
             )
-        headers = []
-        idempotent = []
-        pos = 0
-        while pos < total:
-            try:
-                header = validate_batch(view, pos, check_crc=False)
-            except CorruptBatch as e:
-                raise CorruptRecord(str(e)) from None
-            if header.base_offset != 0:
-                raise InvalidRecord(f"The baseOffset of the record batch should be 0, but it is {header.base_offset}")
-            if header.size > cfg.max_message_bytes:
-                raise RecordTooLarge(
-                    f"The batch of {header.size} bytes is larger than max.message.bytes={cfg.max_message_bytes}"
-                )
-            if compute_crc(view, pos, header.size) != header.crc:
-                raise CorruptRecord("Record batch is corrupt (CRC-32C mismatch)")
-            if header.records_count <= 0 or header.records_count != header.last_offset_delta + 1:
-                raise InvalidRecord("Inconsistent batch offset range or record count")
-            if header.is_control:
-                raise InvalidRecord("Clients are not allowed to write control records")
-            if header.producer_id != NO_PRODUCER_ID:
-                if header.base_sequence < 0:
-                    raise InvalidRecord("Invalid sequence number")
-                idempotent.append(
-                    (header.producer_id, header.producer_epoch, header.base_sequence, header.last_sequence)
-                )
-            if not cfg.log_append_time:
-                self._check_timestamps(header.base_timestamp, header.max_timestamp, now_ms)
-            headers.append((pos, header))
-            pos += header.size
 
+    def _convert(
+        self, view: memoryview, batches: list[ValidBatch], topic_partition: str
+    ) -> tuple[memoryview, list[ValidBatch]]:
+        """Key checks of a compacted topic and recompression to the topic's compression.type (LogValidator)."""
+        cfg = self.config
         codec = codec_for_compression_type(cfg.compression_type)
-        if cfg.compact_enabled or codec is not None:
-            converted = convert_batches(
-                view,
-                headers,
-                topic_partition=f"{self.topic}-{self.partition}",
-                compacted=cfg.compact_enabled,
-                codec=codec,
-                max_message_bytes=cfg.max_message_bytes,
-            )
-            if converted is not None:
-                # Recompressed to the topic's compression.type (LogValidator): the rebuilt bytes are what gets written.
-                view = memoryview(converted)
-                total = len(view)
-                headers = list(iter_headers(view, check_crc=False))
-                if total > cfg.segment_bytes:
-                    raise RecordBatchTooLarge(
-                        f"Message batch size is {total} bytes in append to partition {self.topic}-{self.partition} "
-                        f"which exceeds the maximum configured segment size of {cfg.segment_bytes}."
-                    )
+        if not cfg.compact_enabled and codec is None:
+            return view, batches
+        converted, batches = convert_batches(
+            view, batches, topic_partition=topic_partition, compacted=cfg.compact_enabled, codec=codec,
+            max_message_bytes=cfg.max_message_bytes,
+        )
+        if converted is not view:
+            self._check_fits_segment(len(converted))
+        return converted, batches
 
-        if idempotent:
-            duplicate = self._producers.check(idempotent)
-            if duplicate is not None:
-                # Kafka answers a retried batch with its original offsets and writes nothing. (Kafka also
-                # reports the cached batch timestamp as logAppendTime on CreateTime topics; we report -1
-                # there, like every other CreateTime append.)
-                return AppendResult(
-                    duplicate.first_offset,
-                    duplicate.last_offset,
-                    duplicate.timestamp if cfg.log_append_time else NO_TIMESTAMP,
-                    self._log_start_offset,
-                    duplicate=True,
-                )
+    def _find_duplicate(self, batches: list[ValidBatch]) -> AppendResult | None:
+        """An idempotent producer's retry of batches already in the log: their original offsets."""
+        idempotent = [
+            (h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence)
+            for h in (batch.header for batch in batches)
+            if h.producer_id != NO_PRODUCER_ID
+        ]
+        if not idempotent:
+            return None
+        duplicate = self._producers.check(idempotent)
+        if duplicate is None:
+            return None
+        # Kafka answers a retried batch with its original offsets and writes nothing. (Kafka also reports the
+        # cached batch timestamp as logAppendTime on CreateTime topics; we report -1 there, like every other
+        # CreateTime append.)
+        return AppendResult(
+            duplicate.first_offset,
+            duplicate.last_offset,
+            duplicate.timestamp if self.config.log_append_time else NO_TIMESTAMP,
+            self._log_start_offset,
+            duplicate=True,
+        )
 
-        next_offset = self._log_end_offset
-        last_offset = next_offset + sum(h.last_offset_delta + 1 for _, h in headers) - 1
-        max_ts = now_ms if cfg.log_append_time else max(h.max_timestamp for _, h in headers)
-        segment = self._segments[-1]
-        if segment.should_roll(total, max_ts, last_offset, now_ms, cfg):
-            segment = self._roll(now_ms)
-
+    def _assign_offsets(
+        self, view: memoryview, batches: list[ValidBatch], now_ms: int, leader_epoch: int
+    ) -> list[BatchEntry]:
+        """Patch offsets, leader epoch and timestamps into the batches; one index entry per batch."""
+        append_time = self.config.log_append_time
         entries: list[BatchEntry] = []
-        first_offset = next_offset
-        for pos, header in headers:
+        next_offset = self._log_end_offset
+        for batch in batches:
+            pos, header = batch.pos, batch.header
             patch_base_offset(view, pos, next_offset)
             patch_leader_epoch(view, pos, leader_epoch)
-            batch_max_ts = header.max_timestamp
-            if cfg.log_append_time:
+            if append_time:
                 patch_log_append_time(view, pos, header.size, now_ms)
-                batch_max_ts = now_ms
-            batch_last = next_offset + header.last_offset_delta
-            entries.append((pos, header.size, batch_last, batch_max_ts))
-            next_offset = batch_last + 1
-        try:
-            segment.append(view, entries)
-        except OSError as e:
-            raise KafkaStorageError(f"write to {segment.log_path} failed: {e}") from e
-        self._log_end_offset = next_offset
+                max_ts = now_ms
+            else:
+                max_ts = batch.records.max_timestamp
+                if max_ts != header.max_timestamp or header.log_append_time:
+                    # Kafka stores the records' largest timestamp as a CreateTime batch's maxTimestamp
+                    # (LogValidator: batch.setMaxTimestamp(CREATE_TIME, maxBatchTimestamp)).
+                    patch_max_timestamp(view, pos, header.size, max_ts, log_append_time=False)
+            last_offset = next_offset + header.last_offset_delta
+            entries.append((pos, header.size, last_offset, max_ts))
+            next_offset = last_offset + 1
+        return entries
 
-        for (_, header), (_, _, batch_last, batch_max_ts) in zip(headers, entries, strict=True):
+    def _write(self, view: memoryview, entries: list[BatchEntry], now_ms: int) -> None:
+        """Write to the active segment (rolling first if due), all or nothing; then advance the log end."""
+        last_offset = entries[-1][2]
+        try:
+            segment = self._segments[-1]
+            if segment.should_roll(len(view), max(e[3] for e in entries), last_offset, now_ms, self.config):
+                segment = self._roll(now_ms)
+            segment.append(view, entries)
+        except UndoFailed as e:
+            self._take_offline(e)
+            raise KafkaStorageError(f"append to {self.topic}-{self.partition} failed and could not be undone: {e}") from e
+        except OSError as e:
+            # Kafka logs every append IOException at ERROR; here nothing was written, so the log stays online.
+            log.error("append to %s-%d in %s failed, nothing written: %s", self.topic, self.partition, self.dir, e)
+            raise KafkaStorageError(f"append to {self.topic}-{self.partition} failed: {e}") from e
+        self._log_end_offset = last_offset + 1
+
+    def _update_producers(self, batches: list[ValidBatch], entries: list[BatchEntry]) -> None:
+        for batch, (_, _, batch_last, batch_max_ts) in zip(batches, entries, strict=True):
+            header = batch.header
             if header.producer_id != NO_PRODUCER_ID:
                 meta = BatchMetadata(
                     header.base_sequence, header.last_sequence, batch_last - header.last_offset_delta, batch_last,
@@ -399,40 +412,42 @@ class PartitionLog:
                 )
                 self._producers.update(header.producer_id, header.producer_epoch, meta)
 
-        return AppendResult(
-            first_offset,
-            next_offset - 1,
-            now_ms if cfg.log_append_time else NO_TIMESTAMP,
-            self._log_start_offset,
-            # flush.messages: the caller fsyncs (off the event loop) before answering the producer.
-            flush_needed=self._log_end_offset - self._recovery_point >= cfg.flush_messages,
+    def _take_offline(self, error: OSError) -> None:
+        """An I/O error that could not be undone (Kafka's LogDirFailureChannel): no more appends until a restart."""
+        log.error(
+            "log %s-%d in %s is offline: %s. It takes no appends until the broker restarts and recovers it; "
+            "reads still serve the acknowledged records.", self.topic, self.partition, self.dir, error,
         )
+        self.take_offline()
+        if self._on_offline is not None:
+            self._on_offline(self)
 
-    def _check_timestamps(self, base_timestamp: int, max_timestamp: int, now_ms: int) -> None:
-        """Kafka's LogValidator.validateTimestamp (KIP-937), at batch granularity."""
-        cfg = self.config
-        if max_timestamp != NO_TIMESTAMP and max_timestamp - now_ms > cfg.message_timestamp_after_max_ms:
-            raise InvalidTimestamp(
-                f"Timestamp {max_timestamp} of message is out of range. The timestamp should be within "
-                f"[{now_ms - cfg.message_timestamp_before_max_ms}, {now_ms + cfg.message_timestamp_after_max_ms}]"
-            )
-        if base_timestamp != NO_TIMESTAMP and now_ms - base_timestamp > cfg.message_timestamp_before_max_ms:
-            raise InvalidTimestamp(
-                f"Timestamp {base_timestamp} of message is out of range. The timestamp should be within "
-                f"[{now_ms - cfg.message_timestamp_before_max_ms}, {now_ms + cfg.message_timestamp_after_max_ms}]"
-            )
+    def take_offline(self) -> None:
+        """Refuse appends and flushes from now on (its log dir failed); reads go on."""
+        self._offline = True
+
+    @property
+    def offline(self) -> bool:
+        """Whether an I/O error that could not be undone stopped appends to this log."""
+        return self._offline
 
     def _roll(self, now_ms: int) -> LogSegment:
-        """Start a new active segment at the log end offset and snapshot producer state there."""
-        active = self._segments[-1]
-        active.on_become_inactive()
+        """Start a new active segment at the log end offset and snapshot producer state there (all or nothing)."""
         segment = LogSegment(self.dir, self._log_end_offset, self.config, created_ms=now_ms)
-        if segment.size:
-            # A stray file with this name cannot hold live data (its offsets are not in the log).
-            segment.reset()
+        try:
+            if segment.size:
+                # A stray file with this name cannot hold live data (its offsets are not in the log).
+                segment.reset()
+            self._producers.write_snapshot(self._log_end_offset, sync=False)
+            self._segments[-1].on_become_inactive()
+        except BaseException:
+            try:
+                segment.delete_files()
+            except OSError:
+                pass  # an empty segment at the log end offset is harmless: loading keeps it as the active one
+            raise
         self._set_segments(self._segments + (segment,))
         self._dir_dirty = True
-        self._producers.write_snapshot(self._log_end_offset, sync=False)
         return segment
 
     # -- reading -------------------------------------------------------------------------------------
@@ -513,19 +528,27 @@ class PartitionLog:
 
     def flush(self) -> None:
         """fsync everything appended so far and advance the recovery point (safe from a worker thread)."""
+        if self._offline:
+            raise KafkaStorageError(f"log {self.topic}-{self.partition} is offline")
         segments = self._segments
         target = self._log_end_offset
         recovery_point = self._recovery_point
-        for seg in segments:
-            if (seg.end_offset > recovery_point or seg is segments[-1]) and seg.fd >= 0:
-                seg.flush()
-        if self._dir_dirty:
-            self._dir_dirty = False
-            fd = os.open(self.dir, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        try:
+            for seg in segments:
+                if (seg.end_offset > recovery_point or seg is segments[-1]) and seg.fd >= 0:
+                    seg.flush()
+            if self._dir_dirty:
+                self._dir_dirty = False
+                fd = os.open(self.dir, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        except OSError as e:
+            # A failed fsync cannot be undone or retried (the kernel may have dropped the dirty pages): Kafka
+            # takes the log dir offline.
+            self._take_offline(e)
+            raise KafkaStorageError(f"flush of {self.topic}-{self.partition} failed: {e}") from e
         self._recovery_point = max(recovery_point, target)
         self._last_flush_ms = self._clock()
 
@@ -715,10 +738,17 @@ class PartitionLog:
         """Flush, snapshot producer state at the log end, close every file (idempotent)."""
         if self._closed:
             return
-        self._segments[-1].on_become_inactive()
-        self.flush()
-        self._producers.write_snapshot(self._log_end_offset, sync=True)
-        self._close_files()
+        try:
+            if not self._offline:
+                self._segments[-1].on_become_inactive()
+                self.flush()
+                self._producers.write_snapshot(self._log_end_offset, sync=True)
+        except KafkaStorageError:
+            pass  # flush took the log offline and said why
+        except OSError as e:
+            self._take_offline(e)
+        finally:
+            self._close_files()
 
     def _close_files(self) -> None:
         self._closed = True

@@ -42,6 +42,10 @@ _PEEK = struct.Struct(">qi")  # baseOffset, batchLength
 _RECOVERY_CHUNK = 1 << 20
 _FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 
+class UndoFailed(OSError):
+    """A failed write could not be taken back: the files hold bytes the segment does not account for."""
+
+
 # One appended batch as the segment needs it: (position in the appended buffer, size, last offset, max timestamp).
 BatchEntry = tuple[int, int, int, int]
 
@@ -177,22 +181,46 @@ class LogSegment:
         )
 
     def append(self, buf: memoryview, entries: list[BatchEntry]) -> None:
-        """Write whole batches with as few syscalls as possible, then update the indexes per batch."""
+        """Write whole batches with as few syscalls as possible, then update the indexes per batch.
+
+        All or nothing: on an OSError anywhere (the log write, an index or time index entry) the
+        files and the in-memory state go back to where they were, and the error is raised. If
+        going back fails too, `UndoFailed` is raised: the files then hold bytes the segment does
+        not account for, and the log must take no more appends.
+        """
+        saved = self._state()
         position = self.size
-        written = 0
         total = len(buf)
         try:
+            written = 0
             while written < total:
                 written += os.write(self.fd, buf[written:])
-        except OSError:
-            os.ftruncate(self.fd, position)
+            if position == 0:
+                self.rolling_timestamp = max(e[3] for e in entries)
+            for pos, size, last_offset, max_timestamp in entries:
+                self._account(position + pos, size, last_offset, max_timestamp)
+        except OSError as e:
+            try:
+                self._restore(saved)
+            except OSError as undo:
+                raise UndoFailed(undo.errno, f"could not undo a failed append to {self.log_path}: {undo}") from e
             raise
-        if position == 0:
-            self.rolling_timestamp = max(e[3] for e in entries)
-        for pos, size, last_offset, max_timestamp in entries:
-            self._account(position + pos, size, last_offset, max_timestamp)
         self.size = position + total
         self.end_offset = entries[-1][2] + 1
+
+    def _state(self) -> tuple[int, int, int, int, int, int, int, int]:
+        return (
+            self.size, self.end_offset, self.max_timestamp, self.offset_of_max_timestamp, self.rolling_timestamp,
+            self._bytes_since_index, len(self.offset_index), len(self.time_index),
+        )
+
+    def _restore(self, saved: tuple[int, int, int, int, int, int, int, int]) -> None:
+        """Put files and state back as `_state` saw them: truncate the log and both indexes."""
+        (self.size, self.end_offset, self.max_timestamp, self.offset_of_max_timestamp, self.rolling_timestamp,
+         self._bytes_since_index, index_entries, time_entries) = saved
+        self.offset_index.truncate_entries(index_entries)
+        self.time_index.truncate_entries(time_entries)
+        os.ftruncate(self.fd, self.size)
 
     def _account(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
         """Index bookkeeping for one batch at ``position`` (Kafka's LogSegment.append loop)."""
@@ -209,9 +237,17 @@ class LogSegment:
             self.offset_of_max_timestamp = last_offset
 
     def on_become_inactive(self) -> None:
-        """Record the final max timestamp in the time index (Kafka's onBecomeInactiveSegment)."""
+        """Record the final max timestamp in the time index (Kafka's onBecomeInactiveSegment); all or nothing."""
         if self.max_timestamp >= 0:
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            entries = len(self.time_index)
+            try:
+                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            except OSError as e:
+                try:
+                    self.time_index.truncate_entries(entries)
+                except OSError as undo:
+                    raise UndoFailed(undo.errno, f"could not undo a failed write to {self.time_index.path}: {undo}") from e
+                raise
 
     # -- reading -------------------------------------------------------------------------------------
 

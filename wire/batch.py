@@ -172,7 +172,15 @@ def patch_log_append_time(buf: bytearray | memoryview, pos: int, size: int, time
     Kafka (message.timestamp.type=LogAppendTime) sets maxTimestamp to the append time and leaves
     the per-record deltas alone; readers use maxTimestamp for every record of such a batch.
     """
+    patch_max_timestamp(buf, pos, size, timestamp_ms, log_append_time=True)
+
+
+def patch_max_timestamp(
+    buf: bytearray | memoryview, pos: int, size: int, timestamp_ms: int, *, log_append_time: bool
+) -> None:
+    """Set maxTimestamp and the timestamp-type bit, then re-CRC (Kafka's DefaultRecordBatch.setMaxTimestamp)."""
     (attributes,) = _H.unpack_from(buf, pos + ATTRIBUTES_POS)
-    _H.pack_into(buf, pos + ATTRIBUTES_POS, attributes | TIMESTAMP_TYPE_MASK)
+    attributes = attributes | TIMESTAMP_TYPE_MASK if log_append_time else attributes & ~TIMESTAMP_TYPE_MASK
+    _H.pack_into(buf, pos + ATTRIBUTES_POS, attributes)
     _Q.pack_into(buf, pos + MAX_TIMESTAMP_POS, timestamp_ms)
     _U.pack_into(buf, pos + CRC_POS, compute_crc(buf, pos, size))

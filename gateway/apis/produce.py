@@ -54,6 +54,10 @@ async def handle(ctx, _request):
                     raise KafkaError("produce request without record batches", ErrorCode.invalid_record)
                 plog = broker.partition(name, part.index)
                 result = plog.append(part.records, now_ms=now)
+                if result.flush_needed:
+                    # flush.messages reached: Kafka flushes before acknowledging; fsync runs off the event loop.
+                    # A failed fsync takes the log offline and answers KAFKA_STORAGE_ERROR (KafkaStorageError).
+                    await trio.to_thread.run_sync(plog.flush)
             except UnknownTopicOrPartition as exc:
                 partitions_out.append(ProducePartitionResult(part.index, exc.error_code))
                 failures.append((name, part.index, exc))
@@ -62,9 +66,6 @@ async def handle(ctx, _request):
                 partitions_out.append(ProducePartitionResult(part.index, exc.error_code, error_message=str(exc)))
                 failures.append((name, part.index, exc))
                 continue
-            if result.flush_needed:
-                # flush.messages reached: Kafka flushes before acknowledging; fsync runs off the event loop.
-                await trio.to_thread.run_sync(plog.flush)
             if not result.duplicate:
                 broker.notify_append(name, part.index)
             partitions_out.append(ProducePartitionResult(

@@ -33,6 +33,7 @@ def test_wheel_installs_one_import_name(dist: Path) -> None:
     assert tops == {"logway"}, tops
     assert "logway/wire/batch.py" in names and "logway/gateway/apis/produce.py" in names
     assert "logway/spark/pipeline/job.py" in names
+    assert any(n.startswith("logway/wire/_batch_scan.") and n.endswith(".so") for n in names)  # the C record scanner
     assert not any(n.startswith("logway/tests") or "/tests/" in n for n in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
@@ -44,6 +45,7 @@ def test_sdist_carries_the_sources(dist: Path) -> None:
     names = tarfile.open(sdist).getnames()
     for folder in TOP_LEVEL:
         assert any(f"/{folder}/__init__.py" in n for n in names), folder
+    assert any(n.endswith("/wire/_batch_scan.c") for n in names)
 
 
 def test_wheel_in_a_fresh_venv(dist: Path, tmp_path: Path) -> None:
@@ -56,9 +58,11 @@ def test_wheel_in_a_fresh_venv(dist: Path, tmp_path: Path) -> None:
     subprocess.run([py, "-m", "pip", "install", "--quiet", str(wheel)], check=True, timeout=600, cwd=tmp_path)
     # Outside the repository: only the installed `logway` namespace is importable, not the repo's folders.
     probe = ("import importlib.util, logway.wire.batch, logway.gateway.broker; "
-             "print(all(importlib.util.find_spec(n) is None for n in ('wire', 'storage', 'gateway', 'spark')))")
+             "from logway.wire.batch_validation import has_compiled_scanner; "
+             "print(all(importlib.util.find_spec(n) is None for n in ('wire', 'storage', 'gateway', 'spark')), "
+             "has_compiled_scanner())")
     assert subprocess.run([py, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
-                          check=True).stdout.strip() == "True"
+                          check=True).stdout.strip() == "True True"
     version = subprocess.run([logway, "--version"], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert version.stdout.strip().startswith("logway ")
 

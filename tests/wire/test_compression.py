@@ -103,6 +103,9 @@ def test_snappy_reads_raw_blocks_too() -> None:
         (GZIP, lambda d: gzip.compress(d) + b"\x00\x00junk"),  # GZIPInputStream ignores a non-gzip tail
         (SNAPPY, kafka_python_codec.snappy_encode),
         (LZ4, lambda d: lz4.frame.compress(d, store_size=True, content_checksum=True, block_checksum=True)),
+        (LZ4, lambda d: lz4.frame.compress(d, block_size=lz4.frame.BLOCKSIZE_MAX4MB, block_linked=True)),
+        (LZ4, lambda d: compress(LZ4, d) + compress(LZ4, b"a second frame")),  # Lz4BlockInputStream stops at the end mark
+        (LZ4, lambda d: compress(LZ4, d) + b"junk"),
         (ZSTD, lambda d: zstandard.ZstdCompressor(write_checksum=True).compress(d)),
         (ZSTD, lambda d: zstandard.ZstdCompressor().compress(d[:1000]) + zstandard.ZstdCompressor().compress(d[1000:])),
     ],

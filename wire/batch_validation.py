@@ -1,0 +1,191 @@
+"""Record-level validation of a v2 batch on append: one pass over every record (Kafka's LogValidator).
+
+Kafka's broker reads every record of every batch a producer sends (DefaultRecordBatch's record
+iterator, decompressing if needed) before it appends anything, so a batch that lies about its
+records never reaches the log. This module does the same checks, sans-IO, on one batch:
+
+- compression attribute: codes 5-7 name no codec, and compressed record data must decompress
+  (Kafka answers both with UNKNOWN_SERVER_ERROR, an unmapped IllegalArgumentException or
+  KafkaException("Failed to decompress record stream"); we answer CORRUPT_MESSAGE, the code for
+  record bytes that cannot be read; it is retriable for the Java producer, as Kafka's own is not);
+- every record: length varint within the data, then attributes, timestampDelta varlong,
+  offsetDelta varint, key, value and headers exactly filling that length (DefaultRecord.readFrom:
+  "Invalid record size", "Found invalid number of record headers", "Invalid negative header key
+  size", "Found invalid record structure"), varints at most 5 / 10 bytes;
+- the header's recordsCount records fill the data exactly ("Incorrect declared batch size,
+  premature EOF reached" / "records still remaining in file");
+- offsetDelta equals the record's index. Stricter than Kafka, which keeps an uncompressed v2 batch
+  with gaps as it is and rebuilds a compressed one: every client writes consecutive deltas, and a
+  gap or a delta past lastOffsetDelta makes consumers see offsets outside the batch's range.
+
+All of these are Kafka's InvalidRecordException, INVALID_RECORD: `MalformedRecords` here. The
+header-level checks (count == lastOffsetDelta + 1, CRC-32C, base offset) stay with the caller.
+
+The scan also returns what the caller needs from the records without reading them again: the
+smallest and largest record timestamp (Kafka checks every CreateTime record against
+message.timestamp.before/after.max.ms and rewrites maxTimestamp to the records' largest) and the
+number of null keys (a compacted topic refuses them).
+
+The per-record loop runs in a small C helper (`logway.wire._batch_scan`, built from
+``wire/_batch_scan.c``) when it is built; `scan_records_py` is the same loop in Python, used
+without the helper and tested to agree with it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from logway.wire import compression as codecs
+from logway.wire.batch import BATCH_HEADER_SIZE, COMPRESSION_MASK, TIMESTAMP_TYPE_MASK, BatchHeader, CorruptBatch
+
+try:
+    from logway.wire._batch_scan import scan_records as _scan_records_c
+except ImportError:  # no compiler when the package was installed: the Python loop does the same checks
+    _scan_records_c = None
+
+NO_TIMESTAMP = -1
+_INT64_MIN = -(2**63)
+_UINT64 = 0xFFFFFFFFFFFFFFFF
+
+# (error or None, timestamped records, smallest timestamp, largest timestamp, null keys); the timestamps
+# skip records stamped NO_TIMESTAMP (Kafka skips them in validateTimestamp too) and are 0 when none is.
+ScanResult = tuple[str | None, int, int, int, int]
+
+
+class MalformedRecords(CorruptBatch):
+    """Records inside a well-framed batch that do not parse as the header says (INVALID_RECORD)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordsSummary:
+    """What the append path needs from a batch's records once they are known to be well formed."""
+
+    min_timestamp: int | None  # smallest record timestamp other than NO_TIMESTAMP; None if every record has none
+    max_timestamp: int  # Kafka's maxBatchTimestamp: the largest record timestamp, at least NO_TIMESTAMP
+    null_keys: int
+
+
+def validate_records(
+    buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader, *, max_size: int = codecs.DEFAULT_MAX_SIZE
+) -> RecordsSummary:
+    """Check every record of the batch at ``pos`` (its header already validated); one pass, no copies if uncompressed.
+
+    Raises CorruptBatch for an unknown codec or undecodable compressed data, MalformedRecords for
+    records that contradict the header or their own lengths.
+    """
+    data = memoryview(buf)[pos + BATCH_HEADER_SIZE : pos + header.size]
+    codec = header.attributes & COMPRESSION_MASK
+    if codec != codecs.NONE:
+        if codec not in codecs.CODEC_BY_CODE:
+            # CompressionType.forId: "Unknown compression type id".
+            raise CorruptBatch(f"Unknown compression type id: {codec}")
+        data = codecs.decompress(codec, data, max_size)
+    error, timestamped, low, high, null_keys = scan_records(data, header.records_count, header.base_timestamp)
+    if error is not None:
+        raise MalformedRecords(error)
+    if header.attributes & TIMESTAMP_TYPE_MASK:
+        # Every record of a LogAppendTime batch reads as the batch's maxTimestamp (DefaultRecordBatch).
+        stamp = header.max_timestamp
+        return RecordsSummary(None if stamp == NO_TIMESTAMP else stamp, stamp, null_keys)
+    if not timestamped:
+        return RecordsSummary(None, NO_TIMESTAMP, null_keys)
+    return RecordsSummary(low, max(high, NO_TIMESTAMP), null_keys)
+
+
+def scan_records(data: bytes | bytearray | memoryview, count: int, base_timestamp: int) -> ScanResult:
+    """Walk ``count`` records filling ``data``: the C helper when built, else `scan_records_py`."""
+    if _scan_records_c is not None:
+        return _scan_records_c(data, count, base_timestamp)
+    return scan_records_py(data, count, base_timestamp)
+
+
+def has_compiled_scanner() -> bool:
+    """Whether the C record scanner was built (the Python loop is used otherwise)."""
+    return _scan_records_c is not None
+
+
+class _Truncated(Exception):
+    pass
+
+
+def _varint(data, pos: int, max_bytes: int, bits: int) -> tuple[int, int]:
+    """Zig-zag varint at ``pos`` as Kafka's ByteUtils reads it (bits past the width dropped); (value, next)."""
+    raw = shift = 0
+    for _ in range(max_bytes):
+        if pos >= len(data):
+            raise _Truncated
+        byte = data[pos]
+        pos += 1
+        raw |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            raw &= (1 << bits) - 1
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+    raise ValueError
+
+
+def scan_records_py(data: bytes | bytearray | memoryview, count: int, base_timestamp: int) -> ScanResult:
+    """The record walk in Python; same checks, results and messages as wire/_batch_scan.c."""
+    end = len(data)
+    if count < 0 or count > end:  # every record takes at least one byte: refuse before looping
+        return f"{count} records cannot fit in {end} bytes of record data", 0, 0, 0, 0
+    timestamped = null_keys = 0
+    low = high = 0
+    pos = 0
+    for i in range(count):
+        try:
+            length, pos = _varint(data, pos, 5, 32)
+            if length < 0 or length > end - pos:
+                return f"record {i}: size {length} runs past the {end - pos} bytes left", 0, 0, 0, 0
+            rec_end = pos + length
+            pos += 1  # attributes: unused in v2, not checked (DefaultRecord.readFrom)
+            delta, pos = _varint(data, pos, 10, 64)
+            offset_delta, pos = _varint(data, pos, 5, 32)
+            if offset_delta != i:
+                return f"record {i}: offset delta {offset_delta}, inner offsets must be consecutive", 0, 0, 0, 0
+            key_len, pos = _varint(data, pos, 5, 32)
+            if key_len < 0:
+                null_keys += 1
+            else:
+                pos += key_len
+                if pos > rec_end:
+                    return f"record {i}: key runs past the record", 0, 0, 0, 0
+            value_len, pos = _varint(data, pos, 5, 32)
+            if value_len >= 0:
+                pos += value_len
+                if pos > rec_end:
+                    return f"record {i}: value runs past the record", 0, 0, 0, 0
+            headers, pos = _varint(data, pos, 5, 32)
+            if headers < 0 or headers > rec_end - pos:
+                return f"record {i}: invalid number of record headers {headers}", 0, 0, 0, 0
+            for _ in range(headers):
+                key_len, pos = _varint(data, pos, 5, 32)
+                if key_len < 0:
+                    return f"record {i}: invalid negative header key size {key_len}", 0, 0, 0, 0
+                pos += key_len
+                if pos > rec_end:
+                    return f"record {i}: header key runs past the record", 0, 0, 0, 0
+                value_len, pos = _varint(data, pos, 5, 32)
+                if value_len >= 0:
+                    pos += value_len
+                    if pos > rec_end:
+                        return f"record {i}: header value runs past the record", 0, 0, 0, 0
+        except _Truncated:
+            return f"record {i}: record data ends inside a varint", 0, 0, 0, 0
+        except ValueError:
+            return f"record {i}: varint too long", 0, 0, 0, 0
+        if pos != rec_end:
+            return f"record {i}: size {length} but its fields take {length + pos - rec_end} bytes", 0, 0, 0, 0
+        # Java long arithmetic: base + delta wraps.
+        timestamp = ((base_timestamp + delta - _INT64_MIN) & _UINT64) + _INT64_MIN
+        if timestamp != NO_TIMESTAMP:
+            if not timestamped:
+                low = high = timestamp
+            elif timestamp < low:
+                low = timestamp
+            elif timestamp > high:
+                high = timestamp
+            timestamped += 1
+    if pos != end:
+        return f"{end - pos} bytes left after the batch's {count} records", 0, 0, 0, 0
+    return None, timestamped, low, high, null_keys
