@@ -21,6 +21,7 @@ the old or the new segments.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
@@ -74,6 +75,8 @@ from logway.wire.batch import (
 from logway.wire.compression import codec_for_compression_type
 
 NO_TIMESTAMP = -1
+
+log = logging.getLogger(__name__)
 
 
 def _wall_clock_ms() -> int:
@@ -258,17 +261,22 @@ class PartitionLog:
         for seg in self._segments:
             if seg.end_offset <= start:
                 continue
-            for _, header in seg.iter_headers(seg.offset_index.lookup(start)):
-                if header.base_offset < start or header.producer_id == NO_PRODUCER_ID:
-                    continue
-                if header.base_sequence >= 0:
-                    meta = BatchMetadata(
-                        header.base_sequence, header.last_sequence, header.base_offset, header.last_offset,
-                        header.max_timestamp,
-                    )
-                    self._producers.update(header.producer_id, header.producer_epoch, meta)
-                elif header.is_control:
-                    self._producers.update(header.producer_id, header.producer_epoch, None)
+            try:
+                for _, header in seg.iter_headers(seg.offset_index.lookup(start)):
+                    if header.base_offset < start or header.producer_id == NO_PRODUCER_ID:
+                        continue
+                    if header.base_sequence >= 0:
+                        meta = BatchMetadata(
+                            header.base_sequence, header.last_sequence, header.base_offset, header.last_offset,
+                            header.max_timestamp,
+                        )
+                        self._producers.update(header.producer_id, header.producer_epoch, meta)
+                    elif header.is_control:
+                        self._producers.update(header.producer_id, header.producer_epoch, None)
+            except CorruptRecord as e:
+                # A trusted (flushed or cleanly shut down) segment with a damaged batch: the partition still
+                # loads, reads of that batch answer CORRUPT_MESSAGE, and the producer state stops before it.
+                log.warning("%s-%d: producer state not rebuilt past a corrupt batch: %s", self.topic, self.partition, e)
 
     def _set_segments(self, segments: tuple[LogSegment, ...]) -> None:
         self._segments = segments
@@ -503,7 +511,10 @@ class PartitionLog:
     ) -> tuple[int, int] | None:
         from logway.wire.records import decode_batch  # the record codec; only this cold path decodes records
 
-        batch = decode_batch(seg.read_bytes(position, size))
+        try:
+            batch = decode_batch(seg.read_bytes(position, size))
+        except CorruptBatch as e:
+            raise CorruptRecord(f"corrupt record batch at byte {position} of {seg.log_path}: {e}") from None
         for record in batch.records:
             if record.timestamp >= timestamp_ms and record.offset >= min_offset:
                 return record.offset, record.timestamp
