@@ -39,7 +39,7 @@ from logway.storage.errors import (
     TopicAlreadyExists,
     UnknownTopicOrPartition,
 )
-from logway.storage.partition_log import PartitionLog
+from logway.storage.partition_log import PartitionLog, RecoveryLoss
 from logway.storage.topic import Topic, collision_key, decode_topic_id, encode_topic_id, validate_topic_name
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"  # Kafka's CleanShutdownFileHandler
@@ -74,6 +74,7 @@ class LogManager:
         self.topics: dict[str, Topic] = {}
         self._clock = clock_ms or _wall_clock_ms
         self._pending_deletes: list[tuple[int, PartitionLog]] = []
+        self.recovery_loss = RecoveryLoss()  # summed over every log loaded; read by metrics
 
     # -- startup and shutdown ------------------------------------------------------------------------
 
@@ -104,7 +105,7 @@ class LogManager:
                         raise KafkaStorageError(f"duplicate log directories for {entry}: {found[topic][partition].dir}, {path}")
                     if topic not in metadata:
                         metadata[topic] = (_read_topic_id(path) or uuid.uuid4(), _read_properties(path))
-                    found.setdefault(topic, {})[partition] = PartitionLog(
+                    plog = found.setdefault(topic, {})[partition] = PartitionLog(
                         path,
                         topic,
                         partition,
@@ -116,6 +117,7 @@ class LogManager:
                         cleaner_offset=cleaner_offsets.get(parsed),
                         cleaner_config=self.cleaner_config,
                     )
+                    self.recovery_loss.add(plog.recovery_loss)
             for name, logs in found.items():
                 topic_id, overrides = metadata[name]
                 topic = Topic(name, topic_id, self._topic_config(name, overrides), overrides)
