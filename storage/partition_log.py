@@ -546,7 +546,7 @@ class PartitionLog:
         from logway.wire.records import decode_batch  # the record codec; only this cold path decodes records
 
         try:
-            batch = decode_batch(seg.read_bytes(position, size))
+            batch = decode_batch(seg.read_batch(position, size))
         except CorruptBatch as e:
             raise CorruptRecord(f"corrupt record batch at byte {position} of {seg.log_path}: {e}") from None
         for record in batch.records:

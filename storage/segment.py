@@ -249,17 +249,33 @@ class LogSegment:
             raise self._corrupt(pos, f"magic {magic}, expected {MAGIC_V2}")
 
     def iter_headers(self, position: int = 0) -> Iterator[tuple[int, BatchHeader]]:
-        """``(position, header)`` of each batch from ``position`` to the end (one pread per batch)."""
+        """``(position, header)`` of each batch from ``position`` to the end (one pread per batch).
+
+        Each header is yielded only once the next one has been read, so a caller that goes on to read the
+        whole batch never reads a length that leads nowhere (it could be up to a segment of garbage).
+        """
         end = self.size
+        if position >= end:
+            return
+        header = self._read_header(position)
         previous_last = -1
-        while position < end:
-            header = self._read_header(position)
+        while True:
             self._check_frame(position, header.batch_length, header.magic, end)
             if header.base_offset <= previous_last or header.last_offset_delta < 0:
                 raise self._corrupt(position, f"offsets {header.base_offset}..{header.last_offset} do not follow {previous_last}")
+            following = position + header.size
+            if following >= end:
+                yield position, header
+                return
+            try:
+                next_header = self._read_header(following)
+            except CorruptRecord:
+                raise self._corrupt(position, f"batch length {header.batch_length} leads to no batch header") from None
+            if next_header.magic != MAGIC_V2:
+                raise self._corrupt(position, f"batch length {header.batch_length} leads to no batch header")
             yield position, header
             previous_last = header.last_offset
-            position += header.size
+            position, header = following, next_header
 
     def find_batch(self, offset: int) -> tuple[int, int] | None:
         """(position, size) of the first batch whose last offset is >= ``offset``, or None."""
@@ -330,6 +346,11 @@ class LogSegment:
 
     def read_bytes(self, position: int, size: int) -> bytes:
         """The raw bytes of a slice of the log file (KafkaStorageError on an I/O error)."""
+        return self._pread(size, position)
+
+    def read_batch(self, position: int, size: int) -> bytes:
+        """The bytes of the batch at ``position``, once its length is seen to lead to the next batch or the end."""
+        self._check_followed(position, size, self.size)
         return self._pread(size, position)
 
     # -- truncation, flushing, deletion ----------------------------------------------------------

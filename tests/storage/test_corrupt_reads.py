@@ -80,3 +80,5 @@ def test_a_length_ending_just_short_of_the_file(open_log):
         plog.read(0, 1 << 20)
     with pytest.raises(CorruptRecord):
         plog.read(3, 1 << 20)
+    with pytest.raises(CorruptRecord, match="leads to no batch header"):
+        plog.offset_for_timestamp(NOW)  # found before the whole bogus "batch" is read into memory
