@@ -2,7 +2,8 @@
 
 A real `logway serve` process takes a librdkafka producer (enable.idempotence, acks=all; its delivery
 reports say what was acknowledged) while a group's offsets are committed. At seeded random moments the
-gateway is killed with SIGKILL and restarted on the same data dir; after every restart the whole log is read
+gateway is killed with SIGKILL (now and then killed again while it restarts and recovers) and restarted on
+the same data dir; after every restart the whole log is read
 back and checked: every acknowledged record is present exactly once, at its acknowledged offset, in the
 order it was produced, offsets are contiguous, and the last committed group offsets are intact.
 
@@ -143,6 +144,7 @@ def test_sigkill_under_idempotent_load(gateway_process):
     del admin
     load = Load(gw.bootstrap)
     last_commit = [0] * PARTITIONS
+    restart_kills = 0
     started = time.monotonic()
     try:
         for kill in range(1, KILLS + 1):
@@ -154,6 +156,14 @@ def test_sigkill_under_idempotent_load(gateway_process):
             gw.stop("KILL")
             in_flight = len(load.producer)
             print(f"kill {kill}: {moment:.3f}s into the load, {load.acked_count} acked, {in_flight} in flight")
+            if rng.random() < 0.25:
+                # Sometimes a second kill while the restarted process loads and recovers the log.
+                early = rng.uniform(0.2, 1.5)  # from interpreter start-up through loading to listening
+                gw.start(wait=False)
+                time.sleep(early)
+                gw.stop("KILL")
+                restart_kills += 1
+                print(f"kill {kill}b: {early:.3f}s into the restart")
             gw.start()
             check_log(read_log(gw.bootstrap), load, complete=False)
             assert committed(gw.bootstrap) == last_commit, f"kill {kill}: committed offsets changed"
@@ -163,7 +173,8 @@ def test_sigkill_under_idempotent_load(gateway_process):
         assert not load.failures, load.failures[:3]
         check_log(read_log(gw.bootstrap), load, complete=True)
         assert load.acked_count == sum(load.sent)
-        print(f"kill test: {KILLS} kills survived, {load.acked_count} records acknowledged, "
+        print(f"kill test: {KILLS} kills under load and {restart_kills} during restarts survived, "
+              f"{load.acked_count} records acknowledged, "
               f"{time.monotonic() - started:.1f}s, LOGWAY_KILL_SEED={seed}")
     except BaseException:
         print(f"gateway log: {gw.log_path}\n" + gw.log_path.read_text(errors="replace")[-4000:])
