@@ -12,7 +12,7 @@ import struct
 import pytest
 from storage_helpers import NOW, make_batch
 
-from logway.storage.errors import CorruptRecord
+from logway.storage.errors import CorruptRecord, KafkaStorageError
 from logway.wire.batch import iter_headers
 from logway.wire.records import decode_batches
 
@@ -82,3 +82,14 @@ def test_a_length_ending_just_short_of_the_file(open_log):
         plog.read(3, 1 << 20)
     with pytest.raises(CorruptRecord, match="leads to no batch header"):
         plog.offset_for_timestamp(NOW)  # found before the whole bogus "batch" is read into memory
+
+
+def test_an_io_error_on_read_is_a_storage_error(open_log):
+    """A descriptor that fails (here: closed under the log, as a failed disk would) is KAFKA_STORAGE_ERROR."""
+    plog = open_log(PROPS)
+    for i in range(3):
+        plog.append(make_batch([b"x" * 50], timestamps=[NOW + i]), now_ms=NOW)
+    plog._segments[0].close()
+    for read in (lambda: plog.read(1, 1 << 20), lambda: plog.offset_for_timestamp(NOW + 1)):
+        with pytest.raises(KafkaStorageError):
+            read()
