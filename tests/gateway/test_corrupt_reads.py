@@ -15,6 +15,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from logway.wire.batch import iter_headers
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import _reader, build, encode_body, request_type, response_type
 from logway.wire.records import decode_batches
@@ -127,3 +128,35 @@ def test_corrupt_batch_is_a_partition_error_and_the_connection_lives(gateway_pro
     assert got == [(HEALTHY, v) for v in values]
     assert errors == set(CORRUPTIONS)
     assert gw.proc.poll() is None, "the gateway is still running"
+
+
+def test_a_damaged_offsets_batch_costs_only_its_own_commit(gateway_process):
+    gw = gateway_process.start()
+    admin = AdminClient({"bootstrap.servers": gw.bootstrap})
+    admin.create_topics([NewTopic("committed", 1, 1)])["committed"].result(15)
+    del admin
+    conf = {"bootstrap.servers": gw.bootstrap, "group.id": "damaged-group", "enable.auto.commit": False}
+    consumer = Consumer(conf)
+    for offset in (5, 9, 11, 17):  # one batch per commit in the group's offsets partition
+        consumer.commit(offsets=[TopicPartition("committed", 0, offset)], asynchronous=False)
+    consumer.close()
+    gw.stop()
+
+    [offsets_log] = [f for f in gw.data_dir.glob("__consumer_offsets-*/*.log") if f.stat().st_size]
+    data = offsets_log.read_bytes()
+    positions = [(pos, h.size) for pos, h in iter_headers(data)]
+    assert len(positions) == 4
+    with open(offsets_log, "r+b") as f:  # flip the last byte of the 2nd and of the last batch: only CRCs can tell
+        for pos, size in (positions[1], positions[3]):
+            f.seek(pos + size - 1)
+            f.write(bytes([data[pos + size - 1] ^ 0xFF]))
+    gw.start()
+
+    consumer = Consumer(conf)
+    try:
+        [tp] = consumer.committed([TopicPartition("committed", 0)], timeout=15)
+    finally:
+        consumer.close()
+    assert tp.offset == 11  # the last commit whose batch is intact
+    assert gw.proc.poll() is None, "the gateway is still running"
+    assert gw.log_path.read_text().count("Skipping damaged batch") == 2
