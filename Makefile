@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench pipeline lint clean
+.PHONY: run test soak bench pipeline lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,11 @@ test: $(STAMP)
 	bash compat_tests/setup.sh $(VENV)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
+
+# The SIGKILL fault test at length: KILLS kills (100 by default; `make test` runs 10), LOGWAY_KILL_SEED replays one.
+KILLS ?= 100
+soak: $(STAMP)
+	LOGWAY_KILLS=$(KILLS) $(BIN)/pytest -q -s tests/gateway/test_kill_under_load.py
 
 pipeline: $(STAMP)
 	$(BIN)/python -m logway.spark.pipeline

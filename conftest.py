@@ -50,14 +50,16 @@ class GatewayProcess:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self) -> GatewayProcess:
+    def start(self, *, wait: bool = True) -> GatewayProcess:
+        """Start the process; with ``wait`` (the default) return once it listens."""
         listener = f"PLAINTEXT://127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "logway.gateway", "serve", "--listeners", listener,
                "--advertised-listeners", listener, "--log-dirs", str(self.data_dir), *self.extra_args]
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=Path(__file__).parent)
         log.close()
-        wait_for_port(self.port, self.proc)
+        if wait:
+            wait_for_port(self.port, self.proc)
         return self
 
     def stop(self, sig: str = "TERM", timeout: float = 20.0) -> None:

@@ -10,6 +10,7 @@ import sys
 import trio
 
 from logway.gateway.config import ConfigError, ServerConfig
+from logway.storage.errors import LogDirLocked
 
 
 def _version() -> str:
@@ -62,5 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         except (ConfigError, OSError) as exc:
             print(f"logway: configuration error: {exc}", file=sys.stderr)
             return 2
-        trio.run(serve, config)
+        try:
+            trio.run(serve, config)
+        except LogDirLocked as exc:  # a second broker on the same log.dirs: one line, no traceback
+            print(f"logway: {exc}", file=sys.stderr)
+            return 1
     return 0

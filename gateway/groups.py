@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from logway.coordinator.group_coordinator import GroupCoordinator
-from logway.wire.records import build_batch, decode_batches
+from logway.wire.batch import BATCH_HEADER_SIZE, BatchHeader, CorruptBatch, parse_header
+from logway.wire.errors import KafkaError
+from logway.wire.records import DecodedBatch, build_batch, decode_batch
 
 if TYPE_CHECKING:
     from logway.gateway.broker import Broker
@@ -57,17 +59,42 @@ class ConsumerOffsetsLog:
             await trio.to_thread.run_sync(self.unflushed.pop().flush)
 
     def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
+        """Every keyed record of one offsets partition; a batch that fails its CRC is logged and skipped.
+
+        A damaged batch costs only the commits it holds: the ones stored after it still load, also on every
+        later restart. Damage the batch chain itself cannot be walked past raises CorruptRecord.
+        """
         plog = self.broker.partition(OFFSETS_TOPIC, partition)
         offset, end = plog.log_start_offset, plog.log_end_offset
         while offset < end:
             data = plog.read_bytes(offset, _READ_CHUNK)
             if not data:
                 break
-            for batch in decode_batches(data):
-                for record in batch.records:
-                    if record.offset >= offset and record.key is not None:
-                        yield record.key, record.value
-                offset = max(offset, batch.header.last_offset + 1)
+            for header, batch in _whole_batches(data):
+                if batch is None:
+                    log.error("Skipping damaged batch at offsets %d-%d of %s-%d (record batch CRC-32C mismatch)",
+                              header.base_offset, header.last_offset, OFFSETS_TOPIC, partition)
+                else:
+                    for record in batch.records:
+                        if record.offset >= offset and record.key is not None:
+                            yield record.key, record.value
+                offset = max(offset, header.last_offset + 1)
+
+
+def _whole_batches(data: bytes) -> Iterator[tuple[BatchHeader, DecodedBatch | None]]:
+    """(header, decoded batch or None if it fails its checks) for each whole batch; a trailing partial one is left."""
+    pos = 0
+    while len(data) - pos >= BATCH_HEADER_SIZE:
+        header = parse_header(data, pos)
+        if header.size < BATCH_HEADER_SIZE:
+            raise CorruptBatch(f"batch length {header.batch_length} shorter than a batch header")
+        if header.size > len(data) - pos:
+            return
+        try:
+            yield header, decode_batch(data, pos)
+        except CorruptBatch:
+            yield header, None
+        pos += header.size
 
 
 class GroupService:
@@ -119,10 +146,25 @@ class GroupService:
         started = time.monotonic()
         coordinator = self.coordinator
         for partition in sorted(coordinator.loading):
-            records = await trio.to_thread.run_sync(lambda p=partition: list(self.offsets_log.read(p)))
+            records = await trio.to_thread.run_sync(self._read_offsets_partition, partition)
             coordinator.load(partition, _now_ms(), records)
             self._wakeup.set()
         log.info("loaded %d groups' offsets partitions in %.2f s", coordinator.num_partitions, time.monotonic() - started)
+
+    def _read_offsets_partition(self, partition: int) -> list[tuple[bytes, bytes | None]]:
+        """The records of one offsets partition, up to damage that cannot be read past.
+
+        Kafka's GroupMetadataManager logs "Error loading offsets from ..." and serves the partition anyway;
+        the broker must not die of it. Unlike Kafka, which then drops what it had read of that partition,
+        the groups keep the commits read before the damage.
+        """
+        records: list[tuple[bytes, bytes | None]] = []
+        try:
+            for record in self.offsets_log.read(partition):
+                records.append(record)
+        except (KafkaError, CorruptBatch) as exc:
+            log.error("Error loading offsets from %s-%d after %d records: %s", OFFSETS_TOPIC, partition, len(records), exc)
+        return records
 
     async def _timer_loop(self) -> None:
         while True:

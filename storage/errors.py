@@ -13,6 +13,7 @@ __all__ = [
     "InvalidTimestamp",
     "InvalidTopic",
     "KafkaStorageError",
+    "LogDirLocked",
     "OffsetOutOfRange",
     "OutOfOrderSequence",
     "RecordBatchTooLarge",
@@ -104,3 +105,7 @@ class KafkaStorageError(KafkaError):
     """An I/O error on a log directory; the client should retry (possibly elsewhere)."""
 
     error_code = ErrorCode.kafka_storage_error
+
+
+class LogDirLocked(KafkaStorageError):
+    """Another process holds a log dir's ``.lock`` (Kafka refuses to start: "Failed to acquire lock ...")."""

@@ -10,10 +10,13 @@ On disk, per log dir::
     recovery-point-offset-checkpoint, log-start-offset-checkpoint
     cleaner-offset-checkpoint            first dirty offset of each compacted partition
     .kafka_cleanshutdown                 present only between a clean close and the next open
+    .lock                                locked (fcntl, exclusive) by the process that has the dir open
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import itertools
 import logging
 import os
@@ -36,13 +39,15 @@ from logway.storage.errors import (
     InvalidPartitions,
     InvalidTopic,
     KafkaStorageError,
+    LogDirLocked,
     TopicAlreadyExists,
     UnknownTopicOrPartition,
 )
-from logway.storage.partition_log import PartitionLog
+from logway.storage.partition_log import PartitionLog, RecoveryLoss
 from logway.storage.topic import Topic, collision_key, decode_topic_id, encode_topic_id, validate_topic_name
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"  # Kafka's CleanShutdownFileHandler
+LOCK_FILE = ".lock"  # Kafka's LogManager.LockFileName
 PARTITION_METADATA_FILE = "partition.metadata"
 TOPIC_PROPERTIES_FILE = "topic.properties"
 DELETE_DIR_SUFFIX = "-delete"
@@ -74,16 +79,18 @@ class LogManager:
         self.topics: dict[str, Topic] = {}
         self._clock = clock_ms or _wall_clock_ms
         self._pending_deletes: list[tuple[int, PartitionLog]] = []
+        self.recovery_loss = RecoveryLoss()  # summed over every log loaded; read by metrics
+        self._locks: list[int] = []  # descriptors of the held .lock files
 
     # -- startup and shutdown ------------------------------------------------------------------------
 
     def open(self) -> None:
-        """Create missing dirs, finish pending deletions, load and recover every partition."""
+        """Lock every log dir, create missing dirs, finish pending deletions, load and recover every partition."""
         found: dict[str, dict[int, PartitionLog]] = {}
         metadata: dict[str, tuple[uuid.UUID, dict[str, str]]] = {}
+        self._lock_log_dirs()
         try:
             for log_dir in self.log_dirs:
-                log_dir.mkdir(parents=True, exist_ok=True)
                 clean = (log_dir / CLEAN_SHUTDOWN_FILE).exists()
                 recovery_points = read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
                 start_offsets = read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
@@ -104,7 +111,7 @@ class LogManager:
                         raise KafkaStorageError(f"duplicate log directories for {entry}: {found[topic][partition].dir}, {path}")
                     if topic not in metadata:
                         metadata[topic] = (_read_topic_id(path) or uuid.uuid4(), _read_properties(path))
-                    found.setdefault(topic, {})[partition] = PartitionLog(
+                    plog = found.setdefault(topic, {})[partition] = PartitionLog(
                         path,
                         topic,
                         partition,
@@ -117,6 +124,7 @@ class LogManager:
                         cleaner_config=self.cleaner_config,
                         on_offline=self._log_dir_failed,
                     )
+                    self.recovery_loss.add(plog.recovery_loss)
             for name, logs in found.items():
                 topic_id, overrides = metadata[name]
                 topic = Topic(name, topic_id, self._topic_config(name, overrides), overrides)
@@ -133,6 +141,7 @@ class LogManager:
                 for plog in logs.values():
                     plog.close()
             self.topics.clear()
+            self._unlock_log_dirs()
             raise
         self.checkpoint()
         for log_dir in self.log_dirs:
@@ -154,6 +163,37 @@ class LogManager:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+        self._unlock_log_dirs()
+
+    def _lock_log_dirs(self) -> None:
+        """Take each log dir's ``.lock`` exclusively, or raise LogDirLocked (Kafka's LogManager.lockLogDirs).
+
+        A POSIX record lock (fcntl), as Java's FileChannel.tryLock takes on Linux, so Kafka and Logway also
+        exclude each other; the kernel drops it when the process dies, so a killed broker leaves no stale lock.
+        """
+        try:
+            for log_dir in self.log_dirs:
+                log_dir.mkdir(parents=True, exist_ok=True)
+                fd = os.open(log_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+                try:
+                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as e:
+                    os.close(fd)
+                    if e.errno in (errno.EACCES, errno.EAGAIN):
+                        raise LogDirLocked(
+                            f"Failed to acquire lock on file {LOCK_FILE} in {log_dir}. "
+                            "Another broker process is using this directory."
+                        ) from None
+                    raise
+                self._locks.append(fd)
+        except BaseException:
+            self._unlock_log_dirs()
+            raise
+
+    def _unlock_log_dirs(self) -> None:
+        for fd in self._locks:
+            os.close(fd)  # closing the descriptor releases its lock
+        self._locks = []
 
     def checkpoint(self) -> None:
         """Write recovery points, log start offsets and cleaner offsets of every log dir (Kafka's checkpoint files)."""

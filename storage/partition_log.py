@@ -86,6 +86,20 @@ class AppendResult:
     flush_needed: bool = False
 
 
+@dataclass(slots=True)
+class RecoveryLoss:
+    """Data recovery removed at load: counted per log and per broker, for the metrics to report."""
+
+    truncations: int = 0  # segments cut at an invalid batch
+    bytes_dropped: int = 0  # bytes removed: the cut tails plus the deleted later segments
+    segments_deleted: int = 0
+
+    def add(self, other: RecoveryLoss) -> None:
+        self.truncations += other.truncations
+        self.bytes_dropped += other.bytes_dropped
+        self.segments_deleted += other.segments_deleted
+
+
 @dataclass(frozen=True, slots=True)
 class ReadResult:
     """A contiguous slice of one segment file holding whole batches, ready for os.sendfile."""
@@ -134,6 +148,7 @@ class PartitionLog:
         self._truncations = 0
         self._segments: tuple[LogSegment, ...] = ()
         self._bases: tuple[int, ...] = ()
+        self.recovery_loss = RecoveryLoss()  # what loading had to remove
         self._load(recovery_point, log_start_offset, clean_shutdown)
 
     # -- offsets ---------------------------------------------------------------------------------
@@ -206,10 +221,14 @@ class PartitionLog:
                 if i < first_unflushed and seg.load_indexes() and seg.load_tail():
                     continue
                 truncated = seg.recover()
-                if truncated and i >= first_unflushed:
-                    # Kafka's LogLoader.recoverLog: an invalid batch ends the log; later segments go.
-                    for later in segments[i + 1 :]:
-                        later.delete_files()
+                if not truncated:
+                    continue
+                # Kafka's LogLoader.recoverLog: an invalid batch ends the log; later segments go.
+                later = segments[i + 1 :] if i >= first_unflushed else []
+                self._report_loss(seg, truncated, later)
+                if later:
+                    for seg_after in later:
+                        seg_after.delete_files()
                     del segments[i + 1 :]
                     break
             if not segments:
@@ -224,6 +243,21 @@ class PartitionLog:
         self._recovery_point = self._log_end_offset if clean_shutdown else min(recovery_point, self._log_end_offset)
         self._last_flush_ms = now
         self._rebuild_producer_state()
+
+    def _report_loss(self, seg: LogSegment, truncated: int, later: list[LogSegment]) -> None:
+        """WARN about data recovery removed and count it (Kafka's "Corruption found in segment ..." warning)."""
+        deleted = sum(s.size for s in later)
+        self.recovery_loss.add(RecoveryLoss(1, truncated + deleted, len(later)))
+        log.warning(
+            "%s-%d: corruption found in segment %s at byte %d; truncating to offset %d: %d bytes dropped",
+            self.topic, self.partition, seg.log_path.name, seg.size, seg.end_offset, truncated,
+        )
+        if later:
+            log.warning(
+                "%s-%d: recovery deleted %d later segments (base offsets %s; offsets %d and above): %d bytes dropped",
+                self.topic, self.partition, len(later), ", ".join(str(s.base_offset) for s in later),
+                later[0].base_offset, deleted,
+            )
 
     def _complete_swap(self, base: int, bases: list[int], now: int) -> None:
         """Finish a compaction swap a crash interrupted (Kafka's LogLoader with ``.swap`` files).
@@ -254,17 +288,22 @@ class PartitionLog:
         for seg in self._segments:
             if seg.end_offset <= start:
                 continue
-            for _, header in seg.iter_headers(seg.offset_index.lookup(start)):
-                if header.base_offset < start or header.producer_id == NO_PRODUCER_ID:
-                    continue
-                if header.base_sequence >= 0:
-                    meta = BatchMetadata(
-                        header.base_sequence, header.last_sequence, header.base_offset, header.last_offset,
-                        header.max_timestamp,
-                    )
-                    self._producers.update(header.producer_id, header.producer_epoch, meta)
-                elif header.is_control:
-                    self._producers.update(header.producer_id, header.producer_epoch, None)
+            try:
+                for _, header in seg.iter_headers(seg.offset_index.lookup(start)):
+                    if header.base_offset < start or header.producer_id == NO_PRODUCER_ID:
+                        continue
+                    if header.base_sequence >= 0:
+                        meta = BatchMetadata(
+                            header.base_sequence, header.last_sequence, header.base_offset, header.last_offset,
+                            header.max_timestamp,
+                        )
+                        self._producers.update(header.producer_id, header.producer_epoch, meta)
+                    elif header.is_control:
+                        self._producers.update(header.producer_id, header.producer_epoch, None)
+            except CorruptRecord as e:
+                # A trusted (flushed or cleanly shut down) segment with a damaged batch: the partition still
+                # loads, reads of that batch answer CORRUPT_MESSAGE, and the producer state stops before it.
+                log.warning("%s-%d: producer state not rebuilt past a corrupt batch: %s", self.topic, self.partition, e)
 
     def _set_segments(self, segments: tuple[LogSegment, ...]) -> None:
         self._segments = segments
@@ -518,7 +557,10 @@ class PartitionLog:
     ) -> tuple[int, int] | None:
         from logway.wire.records import decode_batch  # the record codec; only this cold path decodes records
 
-        batch = decode_batch(seg.read_bytes(position, size))
+        try:
+            batch = decode_batch(seg.read_batch(position, size))
+        except CorruptBatch as e:
+            raise CorruptRecord(f"corrupt record batch at byte {position} of {seg.log_path}: {e}") from None
         for record in batch.records:
             if record.timestamp >= timestamp_ms and record.offset >= min_offset:
                 return record.offset, record.timestamp

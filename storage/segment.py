@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from logway.storage.config import LogConfig
-from logway.storage.errors import KafkaStorageError
+from logway.storage.errors import CorruptRecord, KafkaStorageError
 from logway.storage.offset_index import OffsetIndex
 from logway.storage.time_index import TimeIndex
 from logway.wire.batch import (
@@ -38,7 +38,8 @@ INT32_MAX = 2**31 - 1
 MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
 
 _NAV = struct.Struct(">qiibIhi")  # baseOffset .. lastOffsetDelta: enough to know a batch's offsets and size
-_PEEK = struct.Struct(">qi")  # baseOffset, batchLength
+_PEEK = struct.Struct(">qiib")  # baseOffset, batchLength, partitionLeaderEpoch, magic
+_SCAN_PEEK = struct.Struct(">qi")  # baseOffset, batchLength (recovery: magic is checked on its own)
 _RECOVERY_CHUNK = 1 << 20
 _FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 
@@ -122,7 +123,7 @@ class LogSegment:
                 self._note_timestamp(header.max_timestamp, header.last_offset)
                 previous_last = header.last_offset
                 pos += header.size
-        except (CorruptBatch, OSError):
+        except (CorruptBatch, CorruptRecord, KafkaStorageError):
             return False
         if expect_last is not None:
             return False
@@ -251,29 +252,83 @@ class LogSegment:
 
     # -- reading -------------------------------------------------------------------------------------
 
+    # Stored bytes are checked before they are trusted: a batch whose length, magic or offsets cannot be
+    # right raises CorruptRecord (Kafka's FileLogInputStream throws CorruptRecordException, which a Fetch
+    # answers as CORRUPT_MESSAGE for that partition) and an I/O error raises KafkaStorageError (Kafka's
+    # KAFKA_STORAGE_ERROR). Nothing here may send a slice that runs past the segment or a struct.error.
+
     def _read_header(self, pos: int) -> BatchHeader:
-        return parse_header(os.pread(self.fd, BATCH_HEADER_SIZE, pos))
+        try:
+            raw = os.pread(self.fd, BATCH_HEADER_SIZE, pos)
+        except OSError as e:
+            raise KafkaStorageError(f"reading {self.log_path} at byte {pos} failed: {e}") from e
+        if len(raw) < BATCH_HEADER_SIZE:
+            raise self._corrupt(pos, f"a batch header needs {BATCH_HEADER_SIZE} bytes, {len(raw)} present")
+        return parse_header(raw)
+
+    def _pread(self, size: int, pos: int) -> bytes:
+        try:
+            return os.pread(self.fd, size, pos)
+        except OSError as e:
+            raise KafkaStorageError(f"reading {self.log_path} at byte {pos} failed: {e}") from e
+
+    def _corrupt(self, pos: int, why: str) -> CorruptRecord:
+        return CorruptRecord(f"corrupt record batch at byte {pos} of {self.log_path}: {why}")
+
+    def _check_frame(self, pos: int, length: int, magic: int, end: int) -> None:
+        """Raise CorruptRecord unless a batch of ``length`` with ``magic`` fits between ``pos`` and ``end``."""
+        if length < MIN_BATCH_LENGTH:
+            raise self._corrupt(pos, f"batch length {length} is shorter than a batch header")
+        if pos + LOG_OVERHEAD + length > end:
+            raise self._corrupt(pos, f"batch length {length} runs past the segment end at byte {end}")
+        if magic != MAGIC_V2:
+            raise self._corrupt(pos, f"magic {magic}, expected {MAGIC_V2}")
 
     def iter_headers(self, position: int = 0) -> Iterator[tuple[int, BatchHeader]]:
-        """``(position, header)`` of each batch from ``position`` to the end (one pread per batch)."""
+        """``(position, header)`` of each batch from ``position`` to the end (one pread per batch).
+
+        Each header is yielded only once the next one has been read, so a caller that goes on to read the
+        whole batch never reads a length that leads nowhere (it could be up to a segment of garbage).
+        """
         end = self.size
-        while position < end:
-            header = self._read_header(position)
-            if header.batch_length < MIN_BATCH_LENGTH:
-                raise KafkaStorageError(f"corrupt batch length at {position} in {self.log_path}")
+        if position >= end:
+            return
+        header = self._read_header(position)
+        previous_last = -1
+        while True:
+            self._check_frame(position, header.batch_length, header.magic, end)
+            if header.base_offset <= previous_last or header.last_offset_delta < 0:
+                raise self._corrupt(position, f"offsets {header.base_offset}..{header.last_offset} do not follow {previous_last}")
+            following = position + header.size
+            if following >= end:
+                yield position, header
+                return
+            try:
+                next_header = self._read_header(following)
+            except CorruptRecord:
+                raise self._corrupt(position, f"batch length {header.batch_length} leads to no batch header") from None
+            if next_header.magic != MAGIC_V2:
+                raise self._corrupt(position, f"batch length {header.batch_length} leads to no batch header")
             yield position, header
-            position += header.size
+            previous_last = header.last_offset
+            position, header = following, next_header
 
     def find_batch(self, offset: int) -> tuple[int, int] | None:
         """(position, size) of the first batch whose last offset is >= ``offset``, or None."""
         pos = self.offset_index.lookup(offset)
         end = self.size
+        previous_last = -1
         while pos < end:
-            base, length, _, _, _, _, delta = _NAV.unpack(os.pread(self.fd, _NAV.size, pos))
-            if length < MIN_BATCH_LENGTH:
-                raise KafkaStorageError(f"corrupt batch length at {pos} in {self.log_path}")
+            raw = self._pread(_NAV.size, pos)
+            if len(raw) < _NAV.size:
+                raise self._corrupt(pos, f"only {len(raw)} bytes where a batch header starts")
+            base, length, _, magic, _, _, delta = _NAV.unpack(raw)
+            self._check_frame(pos, length, magic, end)
+            if base <= previous_last or delta < 0:
+                raise self._corrupt(pos, f"offsets {base}..{base + delta} do not follow {previous_last}")
             if base + delta >= offset:
                 return pos, length + LOG_OVERHEAD
+            previous_last = base + delta
             pos += length + LOG_OVERHEAD
         return None
 
@@ -281,29 +336,58 @@ class LogSegment:
         """(position, size) of whole batches from the one containing ``offset`` up to ``max_bytes``.
 
         At least the first batch when ``min_one`` even if larger (KIP-74); None if no batch of
-        this segment reaches ``offset``. The slice never crosses the end of the segment.
+        this segment reaches ``offset``. The slice never crosses the end of the segment. It stops
+        before stored data that cannot be right: at a batch whose length is impossible, and before
+        a batch whose length leads to no batch header (that length is wrong); a read starting at
+        such a batch raises CorruptRecord.
         """
         found = self.find_batch(offset)
         if found is None:
             return None
         start, first = found
-        if first > max_bytes:
-            return start, first if min_one else 0
-        limit = start + max_bytes
-        end = max(start + first, self.offset_index.floor_position(limit))
         seg_end = self.size
+        if first > max_bytes:
+            if not min_one:
+                return start, 0
+            self._check_followed(start, first, seg_end)
+            return start, first
+        limit = start + max_bytes
+        end = start + first
+        indexed = self.offset_index.floor_position(limit)
+        previous = start  # the last boundary we stepped from; an index entry counts as a known boundary
+        if indexed > end:
+            self._check_followed(start, first, seg_end)  # the jump must not carry a bad first length along
+            previous = end = indexed
         while end < seg_end:
-            _, length = _PEEK.unpack(os.pread(self.fd, _PEEK.size, end))
-            if length < MIN_BATCH_LENGTH:
-                raise KafkaStorageError(f"corrupt batch length at {end} in {self.log_path}")
-            if end + LOG_OVERHEAD + length > limit:
+            raw = self._pread(_PEEK.size, end)
+            if len(raw) < _PEEK.size or raw[_PEEK.size - 1] != MAGIC_V2:
+                # No batch starts here, so the length of the batch at `previous` is wrong.
+                if previous == start:
+                    raise self._corrupt(start, f"batch length {first - LOG_OVERHEAD} leads to no batch header")
+                end = previous
                 break
-            end += LOG_OVERHEAD + length
+            _, length, _, _ = _PEEK.unpack(raw)
+            if length < MIN_BATCH_LENGTH or end + LOG_OVERHEAD + length > min(limit, seg_end):
+                break  # the batch at `end` is cut by max_bytes, or its own length is impossible
+            previous, end = end, end + LOG_OVERHEAD + length
         return start, end - start
 
+    def _check_followed(self, start: int, size: int, seg_end: int) -> None:
+        """Raise CorruptRecord unless the batch at ``start`` ends at the segment end or at another batch header."""
+        end = start + size
+        if end < seg_end:
+            raw = self._pread(_PEEK.size, end)
+            if len(raw) < _PEEK.size or raw[_PEEK.size - 1] != MAGIC_V2:
+                raise self._corrupt(start, f"batch length {size - LOG_OVERHEAD} leads to no batch header")
+
     def read_bytes(self, position: int, size: int) -> bytes:
-        """The raw bytes of a slice of the log file."""
-        return os.pread(self.fd, size, position)
+        """The raw bytes of a slice of the log file (KafkaStorageError on an I/O error)."""
+        return self._pread(size, position)
+
+    def read_batch(self, position: int, size: int) -> bytes:
+        """The bytes of the batch at ``position``, once its length is seen to lead to the next batch or the end."""
+        self._check_followed(position, size, self.size)
+        return self._pread(size, position)
 
     # -- truncation, flushing, deletion ----------------------------------------------------------
 
@@ -388,7 +472,7 @@ def _scan_valid(fd: int, file_size: int) -> Iterator[tuple[int, BatchHeader]]:
         rel = pos - buf_start
         if len(buf) - rel < LOG_OVERHEAD + 5 or buf[rel + MAGIC_POS] != MAGIC_V2:
             return
-        _, length = _PEEK.unpack_from(buf, rel)
+        _, length = _SCAN_PEEK.unpack_from(buf, rel)
         size = length + LOG_OVERHEAD
         if length < MIN_BATCH_LENGTH or pos + size > file_size:
             return

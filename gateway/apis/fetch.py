@@ -10,9 +10,15 @@ UNKNOWN_TOPIC_ID); v15: replica_state; v17: replica_directory_id (follower field
 Long poll: the answer waits up to max_wait_ms until min_bytes have accumulated, woken by appends to the
 partitions asked for. Record data goes out with os.sendfile from the segment files (wire.fetch).
 KIP-74: max_bytes and partition_max_bytes are soft for the first batch of the first non-empty partition.
+
+Errors are per partition, as Kafka's ReplicaManager.readFromLog answers them: a corrupt stored batch gets
+CORRUPT_MESSAGE, an I/O error KAFKA_STORAGE_ERROR, anything unexpected UNKNOWN_SERVER_ERROR (logged); the
+other partitions of the request are served and the connection stays open.
 """
 
 from __future__ import annotations
+
+import logging
 
 import trio
 
@@ -25,6 +31,8 @@ MIN_VERSION = 4
 MAX_VERSION = 17
 
 READ_COMMITTED = 1
+
+log = logging.getLogger(__name__)
 
 
 def _collect(ctx, request, names: list[str | None]) -> tuple[list[FetchTopicResult], int, bool]:
@@ -53,8 +61,8 @@ def _collect(ctx, request, names: list[str | None]) -> tuple[list[FetchTopicResu
                 result.error_code = exc.error_code
                 error = True
                 continue
-            except KafkaError as exc:  # OFFSET_OUT_OF_RANGE
-                result.error_code = exc.error_code
+            except Exception as exc:  # OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, KAFKA_STORAGE_ERROR, ...
+                result.error_code = _error_code(exc, name, p.partition, p.fetch_offset)
                 result.high_watermark = plog.high_watermark
                 result.last_stable_offset = plog.high_watermark
                 result.log_start_offset = plog.log_start_offset
@@ -72,6 +80,16 @@ def _collect(ctx, request, names: list[str | None]) -> tuple[list[FetchTopicResu
                 min_one = False
         topics.append(FetchTopicResult(name or "", info.topic_id if info else topic.topic_id, results))
     return topics, total, error
+
+
+def _error_code(exc: Exception, topic: str, partition: int, offset: int) -> int:
+    """The partition's error code; storage faults are logged (Kafka logs them in readFromLog)."""
+    if isinstance(exc, KafkaError):
+        if exc.error_code != ErrorCode.offset_out_of_range:
+            log.error("Fetch of %s-%d at offset %d failed: %s", topic, partition, offset, exc)
+        return exc.error_code
+    log.exception("Fetch of %s-%d at offset %d failed unexpectedly", topic, partition, offset)
+    return ErrorCode.unknown_server_error
 
 
 async def handle(ctx, request):

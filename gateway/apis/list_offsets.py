@@ -6,13 +6,20 @@ EARLIEST (log start offset), -3 MAX_TIMESTAMP (v7+, KIP-734), -4 EARLIEST_LOCAL 
 local log start, the same as earliest without tiered storage). Other values: the first offset whose
 timestamp is >= the target, or offset -1 / timestamp -1 if none.
 v2: isolation_level; v4: current_leader_epoch and leader_epoch (we have one epoch: 0); v6: flexible.
+Errors are per partition: a corrupt stored batch met by a lookup by time answers CORRUPT_MESSAGE, an I/O
+error KAFKA_STORAGE_ERROR, anything unexpected UNKNOWN_SERVER_ERROR (logged, as Kafka's
+KafkaApis.handleListOffsetRequest does); the other partitions are answered.
 """
 
 from __future__ import annotations
 
+import logging
+
 from logway.storage.errors import UnknownTopicOrPartition
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
+
+log = logging.getLogger(__name__)
 
 API_KEY = 2
 MIN_VERSION = 1
@@ -55,6 +62,11 @@ async def handle(ctx, request):
                 entry.update(offset=offset, timestamp=timestamp, leader_epoch=0 if offset >= 0 else -1)
             except (UnknownTopicOrPartition, KafkaError) as exc:
                 entry["error_code"] = exc.error_code
+                if exc.error_code in (ErrorCode.corrupt_message, ErrorCode.kafka_storage_error):
+                    log.error("ListOffsets of %s-%d failed: %s", topic.name, p.partition_index, exc)
+            except Exception:
+                log.exception("ListOffsets of %s-%d failed unexpectedly", topic.name, p.partition_index)
+                entry["error_code"] = ErrorCode.unknown_server_error
             partitions_out.append(entry)
         topics_out.append({"name": topic.name, "partitions": partitions_out})
     return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "topics": topics_out})
