@@ -40,7 +40,13 @@ from logway.storage.cleaner import (
     discard,
 )
 from logway.storage.config import LogConfig
-from logway.storage.errors import InvalidRecord, KafkaStorageError, OffsetOutOfRange, RecordBatchTooLarge
+from logway.storage.errors import (
+    CorruptRecord,
+    InvalidRecord,
+    KafkaStorageError,
+    OffsetOutOfRange,
+    RecordBatchTooLarge,
+)
 from logway.storage.log_validator import ValidBatch, convert_batches, validate_batches
 from logway.storage.producer_state import BatchMetadata, ProducerStateManager
 from logway.storage.segment import (
@@ -57,6 +63,7 @@ from logway.storage.segment import (
 )
 from logway.wire.batch import (
     NO_PRODUCER_ID,
+    CorruptBatch,
     patch_base_offset,
     patch_leader_epoch,
     patch_log_append_time,
