@@ -19,7 +19,7 @@ import trio
 from logway.coordinator.producer_ids import ProducerIdManager
 from logway.gateway.config import ServerConfig, parse_properties
 from logway.gateway.groups import GroupService
-from logway.storage.cleaner import CleanerConfig
+from logway.storage.errors import KafkaStorageError
 from logway.storage.log_manager import CHECKPOINT_INTERVAL_MS, LogManager
 from logway.storage.partition_log import PartitionLog
 
@@ -43,7 +43,7 @@ class Broker:
         self.node_id = config.node_id
         self.logs = LogManager(
             [Path(d) for d in config.log_dirs], config.log_config,
-            cleaner_config=CleanerConfig.from_broker_properties(config.properties),
+            cleaner_config=config.cleaner_config,
         )
         self.cluster_id = ""
         self._waiters: defaultdict[tuple[str, int], set[trio.Event]] = defaultdict(set)
@@ -73,7 +73,7 @@ class Broker:
             if meta.exists():
                 props = parse_properties(meta.read_text(encoding="utf-8"))
                 if found and props.get("cluster.id") and props["cluster.id"] != found:
-                    raise RuntimeError(f"{meta} has cluster.id {props['cluster.id']}, expected {found}")
+                    raise KafkaStorageError(f"{meta} has cluster.id {props['cluster.id']}, expected {found}")
                 found = found or props.get("cluster.id", "")
         cluster_id = found or new_cluster_id()
         for d in dirs:
