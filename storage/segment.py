@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import random
 import struct
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -64,14 +65,14 @@ class LogSegment:
         index_path, time_index_path = stem.with_suffix(INDEX_SUFFIX + suffix), stem.with_suffix(TIME_INDEX_SUFFIX + suffix)
         # Kafka rebuilds the indexes of a segment whose index files are missing (LogLoader.loadSegmentFiles).
         self._indexes_existed = index_path.exists() and time_index_path.exists()
-        self.fd = os.open(self.log_path, _FLAGS, 0o644)
-        try:
-            self.offset_index = OffsetIndex(index_path, base_offset, config.segment_index_bytes)
-            self.time_index = TimeIndex(time_index_path, base_offset, config.segment_index_bytes)
-        except OSError:
-            os.close(self.fd)
-            raise
-        self.size = os.fstat(self.fd).st_size
+        # The files are created at once (the base offset lives in the name) but opened only when first used,
+        # so idle partitions hold no descriptors (DESIGN.md principle 4); `release_files` closes them again.
+        self._fd = -1
+        self._closed = False
+        self._open_lock = threading.Lock()
+        self.size = _create(self.log_path)
+        self.offset_index = OffsetIndex(index_path, base_offset, config.segment_index_bytes)
+        self.time_index = TimeIndex(time_index_path, base_offset, config.segment_index_bytes)
         self.end_offset = base_offset  # one past the last offset of the last batch
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
@@ -80,6 +81,36 @@ class LogSegment:
         self.roll_jitter_ms = random.randrange(config.segment_jitter_ms) if config.segment_jitter_ms > 0 else 0
         self.index_interval_bytes = config.index_interval_bytes
         self._bytes_since_index = 0
+
+    @property
+    def fd(self) -> int:
+        """The log file's descriptor, opened on first use (-1 once the segment is closed)."""
+        fd = self._fd
+        if fd >= 0 or self._closed:
+            return fd
+        with self._open_lock:  # the loop and a flush or compaction thread may both get here first
+            if self._fd < 0 and not self._closed:
+                self._fd = os.open(self.log_path, _FLAGS, 0o644)
+            return self._fd
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called (the descriptors are gone for good)."""
+        return self._closed
+
+    @property
+    def open_files(self) -> int:
+        """How many descriptors the segment holds now (log and indexes)."""
+        return (self._fd >= 0) + self.offset_index.is_open + self.time_index.is_open
+
+    def release_files(self) -> None:
+        """Close the descriptors until the next use. Only when no reader, writer or flush can hold them (loading)."""
+        with self._open_lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+        self.offset_index.release()
+        self.time_index.release()
 
     # -- loading and recovery ----------------------------------------------------------------------
 
@@ -286,8 +317,10 @@ class LogSegment:
             self.recover()
 
     def flush(self) -> None:
-        """fsync the log and both indexes."""
-        os.fsync(self.fd)
+        """fsync the log and both indexes; a file not opened since loading has nothing unsynced from this process."""
+        fd = self._fd
+        if fd >= 0:
+            os.fsync(fd)
         self.offset_index.flush()
         self.time_index.flush()
 
@@ -330,11 +363,22 @@ class LogSegment:
 
     def close(self) -> None:
         """Close all descriptors (idempotent)."""
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        with self._open_lock:
+            self._closed = True
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
         self.offset_index.close()
         self.time_index.close()
+
+
+def _create(path: Path) -> int:
+    """Create the file if it is missing (without keeping it open); its size."""
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        os.close(os.open(path, _FLAGS, 0o644))
+        return 0
 
 
 def _strip(name: str, suffix: str) -> str:
