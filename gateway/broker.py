@@ -51,7 +51,7 @@ class Broker:
         self.node_id = config.node_id
         self.logs = LogManager(
             [Path(d) for d in config.log_dirs], config.log_config,
-            cleaner_config=config.cleaner_config,
+            cleaner_config=config.cleaner_config, max_open_segments=config.max_open_segments,
         )
         self.cluster_id = ""
         self._waiters: defaultdict[tuple[str, int], set[trio.Event]] = defaultdict(set)

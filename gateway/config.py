@@ -44,6 +44,8 @@ BROKER_DEFAULTS: dict[str, str] = {
     # controller refuses a user operation of more than 10000 metadata records (QuorumController
     # MAX_RECORDS_PER_USER_OP) with POLICY_VIOLATION; here the partitions of one request count.
     "max.partitions.per.request": "10000",
+    # Logway's bound on segments holding open files (storage/open_files.py); Kafka leaves it to the OS limit.
+    "log.max.open.segments": "2048",
 }
 
 
@@ -196,6 +198,9 @@ class ServerConfig:
         self.group_initial_rebalance_delay_ms = _int(p, "group.initial.rebalance.delay.ms")
         self.retention_check_interval_ms = _int(p, "log.retention.check.interval.ms")
         self.max_partitions_per_request = _int(p, "max.partitions.per.request")
+        self.max_open_segments = _int(p, "log.max.open.segments")
+        if self.max_open_segments < 1:
+            raise ConfigError(f"log.max.open.segments={p['log.max.open.segments']!r}: must be at least 1")
         for key, default in BROKER_DEFAULTS.items():  # every numeric broker setting must parse
             if default.lstrip("-").isdigit():
                 _int(p, key)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sized
+from collections.abc import Callable, Sized
 from pathlib import Path
 
 _FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
@@ -33,6 +33,9 @@ class IndexFile:
         if not path.exists():
             os.close(os.open(path, _FLAGS, 0o644))
 
+    # Called after the descriptor is (re)opened: the segment registers with the open-files bound.
+    on_open: Callable[[], None] | None = None
+
     @property
     def fd(self) -> int:
         """The descriptor, opened on first use (-1 once closed)."""
@@ -40,9 +43,19 @@ class IndexFile:
         if fd >= 0 or self._closed:
             return fd
         with self._open_lock:
-            if self._fd < 0 and not self._closed:
+            opened = self._fd < 0 and not self._closed
+            if opened:
                 self._fd = os.open(self.path, _FLAGS, 0o644)
-            return self._fd
+            fd = self._fd
+        if opened and self.on_open is not None:
+            self.on_open()
+        return fd
+
+    def take_fd(self) -> int:
+        """Give up the descriptor without closing it (the open-files bound closes it later); -1 if none."""
+        with self._open_lock:
+            fd, self._fd = self._fd, -1
+            return fd
 
     @property
     def is_open(self) -> bool:

@@ -39,6 +39,7 @@ from logway.storage.errors import (
     TopicAlreadyExists,
     UnknownTopicOrPartition,
 )
+from logway.storage.open_files import OPEN_SEGMENTS
 from logway.storage.partition_log import PartitionLog
 from logway.storage.topic import Topic, collision_key, decode_topic_id, encode_topic_id, validate_topic_name
 
@@ -65,6 +66,7 @@ class LogManager:
         *,
         clock_ms: Callable[[], int] | None = None,
         cleaner_config: CleanerConfig | None = None,
+        max_open_segments: int | None = None,
     ) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is required")
@@ -76,6 +78,8 @@ class LogManager:
         self._pending_deletes: list[tuple[int, PartitionLog]] = []
         # Topics whose partitions are being made (possibly on a worker thread); not visible to clients yet.
         self.creating: dict[str, Topic] = {}
+        if max_open_segments is not None:  # the bound is per process, like the OS limit it protects
+            OPEN_SEGMENTS.max_open = max_open_segments
 
     # -- startup and shutdown ------------------------------------------------------------------------
 
@@ -319,6 +323,7 @@ class LogManager:
         with ``write_checkpoints`` off the event loop, every CHECKPOINT_INTERVAL_MS.
         """
         now = self._clock() if now_ms is None else now_ms
+        OPEN_SEGMENTS.close_expired()
         for plog in self._all_logs():
             plog.delete_old_segments(now)
             plog.delete_pending_segments(now)

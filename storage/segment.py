@@ -17,6 +17,7 @@ from pathlib import Path
 from logway.storage.config import LogConfig
 from logway.storage.errors import KafkaStorageError
 from logway.storage.offset_index import OffsetIndex
+from logway.storage.open_files import OPEN_SEGMENTS
 from logway.storage.time_index import TimeIndex
 from logway.wire.batch import (
     BATCH_HEADER_SIZE,
@@ -70,9 +71,12 @@ class LogSegment:
         self._fd = -1
         self._closed = False
         self._open_lock = threading.Lock()
+        self.recently_used = False  # for the open-files bound (storage/open_files.py)
+        self._evicted = False  # descriptors were taken by the bound: writes made through them may need an fsync
         self.size = _create(self.log_path)
         self.offset_index = OffsetIndex(index_path, base_offset, config.segment_index_bytes)
         self.time_index = TimeIndex(time_index_path, base_offset, config.segment_index_bytes)
+        self.offset_index.on_open = self.time_index.on_open = self._files_opened
         self.end_offset = base_offset  # one past the last offset of the last batch
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
@@ -86,12 +90,30 @@ class LogSegment:
     def fd(self) -> int:
         """The log file's descriptor, opened on first use (-1 once the segment is closed)."""
         fd = self._fd
-        if fd >= 0 or self._closed:
+        if fd >= 0:
+            self.recently_used = True
+            return fd
+        if self._closed:
             return fd
         with self._open_lock:  # the loop and a flush or compaction thread may both get here first
-            if self._fd < 0 and not self._closed:
+            opened = self._fd < 0 and not self._closed
+            if opened:
                 self._fd = os.open(self.log_path, _FLAGS, 0o644)
-            return self._fd
+            fd = self._fd
+        if opened:
+            self._files_opened()
+        return fd
+
+    def _files_opened(self) -> None:
+        OPEN_SEGMENTS.opened(self)
+
+    def evict_files(self) -> list[int]:
+        """Give up every descriptor (reopened on next use); the open-files bound closes them after a grace period."""
+        with self._open_lock:
+            fds = [self._fd, self.offset_index.take_fd(), self.time_index.take_fd()]
+            self._fd = -1
+            self._evicted = True
+        return [fd for fd in fds if fd >= 0]
 
     @property
     def closed(self) -> bool:
@@ -111,6 +133,7 @@ class LogSegment:
                 self._fd = -1
         self.offset_index.release()
         self.time_index.release()
+        OPEN_SEGMENTS.forget(self)
 
     # -- loading and recovery ----------------------------------------------------------------------
 
@@ -319,6 +342,14 @@ class LogSegment:
     def flush(self) -> None:
         """fsync the log and both indexes; a file not opened since loading has nothing unsynced from this process."""
         fd = self._fd
+        if fd < 0 and self._evicted and not self._closed:
+            # Data written through a descriptor the open-files bound took: fsync the file through a new one.
+            self._evicted = False
+            try:
+                fd = self.fd
+                self.offset_index.fd, self.time_index.fd  # noqa: B018 - reopen so their flush syncs them too
+            except FileNotFoundError:  # renamed meanwhile: deleted, or replaced by an fsynced compaction output
+                return
         if fd >= 0:
             os.fsync(fd)
         self.offset_index.flush()
@@ -370,6 +401,7 @@ class LogSegment:
                 self._fd = -1
         self.offset_index.close()
         self.time_index.close()
+        OPEN_SEGMENTS.forget(self)
 
 
 def _create(path: Path) -> int:
