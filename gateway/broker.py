@@ -19,14 +19,21 @@ import trio
 from logway.coordinator.producer_ids import ProducerIdManager
 from logway.gateway.config import ServerConfig, parse_properties
 from logway.gateway.groups import GroupService
-from logway.storage.cleaner import CleanerConfig
-from logway.storage.errors import KafkaStorageError
+from logway.storage.errors import KafkaStorageError, UnknownTopicOrPartition
 from logway.storage.log_manager import CHECKPOINT_INTERVAL_MS, LogManager
 from logway.storage.partition_log import PartitionLog
+from logway.storage.topic import Topic
 
 log = logging.getLogger(__name__)
 
 META_PROPERTIES = "meta.properties"
+# CreateTopics/CreatePartitions make this many partitions per worker-thread call (about 0.1-2 s of file work).
+PARTITIONS_PER_CHUNK = 100
+
+
+def _delete_logs(logs: list[PartitionLog]) -> None:
+    for plog in logs:
+        plog.delete()
 
 
 def now_ms() -> int:
@@ -44,10 +51,11 @@ class Broker:
         self.node_id = config.node_id
         self.logs = LogManager(
             [Path(d) for d in config.log_dirs], config.log_config,
-            cleaner_config=CleanerConfig.from_broker_properties(config.properties),
+            cleaner_config=config.cleaner_config, max_open_segments=config.max_open_segments,
         )
         self.cluster_id = ""
         self._waiters: defaultdict[tuple[str, int], set[trio.Event]] = defaultdict(set)
+        self._creation_lock = trio.Lock()
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -74,7 +82,7 @@ class Broker:
             if meta.exists():
                 props = parse_properties(meta.read_text(encoding="utf-8"))
                 if found and props.get("cluster.id") and props["cluster.id"] != found:
-                    raise RuntimeError(f"{meta} has cluster.id {props['cluster.id']}, expected {found}")
+                    raise KafkaStorageError(f"{meta} has cluster.id {props['cluster.id']}, expected {found}")
                 found = found or props.get("cluster.id", "")
         cluster_id = found or new_cluster_id()
         for d in dirs:
@@ -144,6 +152,47 @@ class Broker:
     def partition(self, topic: str, partition: int) -> PartitionLog:
         """The log of a partition; raises UnknownTopicOrPartition."""
         return self.logs.get_partition(topic, partition)
+
+    async def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
+        """CreateTopics' file work in chunks on a worker thread, so other clients keep being answered meanwhile.
+
+        The topic becomes visible (Metadata, Produce) only once every partition exists, as in Kafka where the
+        controller commits a topic's records in one batch; creations run one at a time, like its event queue.
+        """
+        async with self._creation_lock:
+            logs = self.logs
+            topic = logs.begin_topic(name, partitions, configs)
+            try:
+                for first in range(0, partitions, PARTITIONS_PER_CHUNK):
+                    dirs = logs.place_partitions(min(PARTITIONS_PER_CHUNK, partitions - first))
+                    topic.partitions.extend(await trio.to_thread.run_sync(logs.make_partitions, topic, first, dirs))
+            except BaseException:
+                made, topic.partitions = topic.partitions, []
+                logs.abort_topic(topic)
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(_delete_logs, made)
+                raise
+            logs.finish_topic(topic)
+            return topic
+
+    async def create_partitions(self, name: str, total_count: int) -> None:
+        """CreatePartitions in chunks off the event loop; the new partitions appear together at the end."""
+        async with self._creation_lock:
+            logs = self.logs
+            topic = logs.check_new_partition_count(name, total_count)
+            current = len(topic.partitions)
+            made: list[PartitionLog] = []
+            try:
+                for first in range(current, total_count, PARTITIONS_PER_CHUNK):
+                    dirs = logs.place_partitions(min(PARTITIONS_PER_CHUNK, total_count - first), made)
+                    made.extend(await trio.to_thread.run_sync(logs.make_partitions, topic, first, dirs))
+                if logs.topics.get(name) is not topic:
+                    raise UnknownTopicOrPartition(f"Topic '{name}' was deleted while its partitions were created.")
+            except BaseException:
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(_delete_logs, made)
+                raise
+            topic.partitions.extend(made)
 
     def auto_create_topic(self, name: str) -> None:
         """Create a topic on first use with num.partitions (auto.create.topics.enable), as Kafka does."""

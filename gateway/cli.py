@@ -5,12 +5,17 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import logging
+import os
 import sys
+import uuid
+from pathlib import Path
 
 import trio
 
 from logway.gateway.config import ConfigError, ServerConfig
 from logway.storage.errors import LogDirLocked
+
+LOG_LEVELS = ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG")
 
 
 def _version() -> str:
@@ -52,20 +57,51 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
     return ServerConfig.load(args.config, overrides)
 
 
+def check_log_dirs(config: ServerConfig) -> None:
+    """Each log dir exists (or can be made) as a writable directory; otherwise one ConfigError naming it."""
+    key = "log.dirs" if config.properties.get("log.dirs") else "log.dir"
+    for d in config.log_dirs:
+        path = Path(d)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise ConfigError(f"{key}={d!r}: not a directory") from None
+        except OSError as exc:
+            raise ConfigError(f"{key}={d!r}: cannot create the directory: {exc.strerror or exc}") from None
+        if not path.is_dir():
+            raise ConfigError(f"{key}={d!r}: not a directory")
+        probe = path / f".logway-write-check-{uuid.uuid4().hex}"
+        try:
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            raise ConfigError(f"{key}={d!r}: not writable: {exc.strerror or exc}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    level = args.log_level.upper()
+    if level not in LOG_LEVELS:
+        print(f"logway: configuration error: --log-level={args.log_level!r}: expected one of "
+              f"{', '.join(LOG_LEVELS)}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
-        from logway.gateway.server import serve
+        from logway.gateway.server import StartupError, serve
 
         try:
             config = config_from_args(args)
-        except (ConfigError, OSError) as exc:
+            check_log_dirs(config)
+        except ConfigError as exc:
             print(f"logway: configuration error: {exc}", file=sys.stderr)
             return 2
         try:
             trio.run(serve, config)
         except LogDirLocked as exc:  # a second broker on the same log.dirs: one line, no traceback
             print(f"logway: {exc}", file=sys.stderr)
+            return 1
+        except StartupError as exc:
+            print(f"logway: start-up error: {exc}", file=sys.stderr)
             return 1
     return 0

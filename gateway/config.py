@@ -7,7 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from logway.storage.config import LogConfig
+from logway.gateway.config_keys import check_keys, known_keys
+from logway.storage.cleaner import CLEANER_KEYS, CleanerConfig
+from logway.storage.config import BROKER_TO_TOPIC, LogConfig
+from logway.storage.errors import InvalidConfig
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,12 @@ BROKER_DEFAULTS: dict[str, str] = {
     "log.flush.scheduler.interval.ms": "9223372036854775807",
     "connections.max.idle.ms": "600000",
     "cluster.id": "",
+    # Logway's bound on one CreateTopics/CreatePartitions request (see gateway/apis/create_topics.py): Kafka's
+    # controller refuses a user operation of more than 10000 metadata records (QuorumController
+    # MAX_RECORDS_PER_USER_OP) with POLICY_VIOLATION; here the partitions of one request count.
+    "max.partitions.per.request": "10000",
+    # Logway's bound on segments holding open files (storage/open_files.py); Kafka leaves it to the OS limit.
+    "log.max.open.segments": "2048",
 }
 
 
@@ -88,16 +97,41 @@ class Listener:
         return f"{self.name}://{self.host}:{self.port}"
 
 
-def parse_listeners(value: str) -> list[Listener]:
-    """Kafka's listener list: `PLAINTEXT://host:port,NAME://host:port`; empty host means all interfaces."""
+def parse_listeners(
+    value: str, key: str = "listeners", protocols: dict[str, str] | None = None, skip: frozenset[str] = frozenset()
+) -> list[Listener]:
+    """Kafka's listener list: `PLAINTEXT://host:port,NAME://host:port`; empty host means all interfaces.
+
+    A listener name maps to its security protocol through ``protocols`` (listener.security.protocol.map);
+    names in ``skip`` (KRaft's controller.listener.names) are left out with a warning: there is no controller.
+    """
     out = []
     for item in filter(None, (v.strip() for v in value.split(","))):
         parts = urlsplit(item)
-        if not parts.scheme or parts.port is None:
-            raise ConfigError(f"invalid listener {item!r}: expected NAME://host:port")
-        if parts.scheme.upper() != "PLAINTEXT":
-            raise ConfigError(f"listener {item!r}: only PLAINTEXT is supported")
-        out.append(Listener(parts.scheme.upper(), parts.hostname or "", parts.port))
+        try:
+            port = parts.port
+        except ValueError as exc:  # a port that is not a number or out of 0-65535
+            raise ConfigError(f"{key}={value!r}: listener {item!r}: {exc}") from None
+        if not parts.scheme or port is None:
+            raise ConfigError(f"{key}={value!r}: invalid listener {item!r}, expected NAME://host:port")
+        name = parts.scheme.upper()
+        if name in skip:
+            log.warning("%s: ignoring controller listener %s (Logway has no KRaft controller)", key, item)
+            continue
+        if (protocols or {}).get(name, name) != "PLAINTEXT":
+            raise ConfigError(f"{key}={value!r}: listener {item!r}: only PLAINTEXT is supported")
+        out.append(Listener(name, parts.hostname or "", port))
+    return out
+
+
+def _protocol_map(value: str) -> dict[str, str]:
+    """listener.security.protocol.map: `NAME:PROTOCOL,...` (Kafka's default maps each protocol to itself)."""
+    out = {}
+    for item in filter(None, (v.strip() for v in value.split(","))):
+        name, sep, protocol = item.partition(":")
+        if not sep:
+            raise ConfigError(f"listener.security.protocol.map={value!r}: expected NAME:PROTOCOL pairs")
+        out[name.strip().upper()] = protocol.strip().upper()
     return out
 
 
@@ -115,6 +149,20 @@ def _int(props: dict[str, str], key: str) -> int:
         raise ConfigError(f"{key}={props[key]!r}: expected an integer") from None
 
 
+def _topic_defaults(props: dict[str, str]) -> LogConfig:
+    """The topic defaults from the broker's log.* keys; a bad value is a ConfigError naming the broker key."""
+    for key in BROKER_TO_TOPIC:
+        if key in props:
+            try:
+                LogConfig.from_broker_properties({key: props[key]})
+            except InvalidConfig as exc:
+                raise ConfigError(f"{key}={props[key]!r}: {exc}") from None
+    try:
+        return LogConfig.from_broker_properties(props)
+    except InvalidConfig as exc:
+        raise ConfigError(str(exc)) from None
+
+
 @dataclass
 class ServerConfig:
     """The effective broker configuration (file, then CLI flags/overrides, over Kafka's defaults)."""
@@ -128,10 +176,14 @@ class ServerConfig:
         merged.update(given)
         self.properties = merged
         p = merged
-        self.listeners = parse_listeners(p["listeners"])
+        protocols = _protocol_map(p.get("listener.security.protocol.map", ""))
+        controllers = frozenset(n.strip().upper() for n in p.get("controller.listener.names", "").split(",") if n.strip())
+        self.listeners = parse_listeners(p["listeners"], "listeners", protocols, controllers)
         if not self.listeners:
-            raise ConfigError("listeners is empty")
-        self.advertised_listeners = parse_listeners(p["advertised.listeners"]) or self.listeners
+            raise ConfigError(f"listeners={p['listeners']!r}: no PLAINTEXT listener to serve on")
+        self.advertised_listeners = (
+            parse_listeners(p["advertised.listeners"], "advertised.listeners", protocols, controllers) or self.listeners
+        )
         dirs = p["log.dirs"] or p["log.dir"]
         self.log_dirs = [d.strip() for d in dirs.split(",") if d.strip()]
         # KRaft's node.id; the ZooKeeper-era broker.id is honoured when only it is given.
@@ -145,9 +197,23 @@ class ServerConfig:
         self.offsets_topic_num_partitions = _int(p, "offsets.topic.num.partitions")
         self.group_initial_rebalance_delay_ms = _int(p, "group.initial.rebalance.delay.ms")
         self.retention_check_interval_ms = _int(p, "log.retention.check.interval.ms")
+        self.max_partitions_per_request = _int(p, "max.partitions.per.request")
+        self.max_open_segments = _int(p, "log.max.open.segments")
+        if self.max_open_segments < 1:
+            raise ConfigError(f"log.max.open.segments={p['log.max.open.segments']!r}: must be at least 1")
+        for key, default in BROKER_DEFAULTS.items():  # every numeric broker setting must parse
+            if default.lstrip("-").isdigit():
+                _int(p, key)
         if self.num_partitions < 1:
-            raise ConfigError("num.partitions must be at least 1")
-        self.log_config = LogConfig.from_broker_properties(p)
+            raise ConfigError(f"num.partitions={p['num.partitions']!r}: must be at least 1")
+        if self.max_partitions_per_request < 1:
+            raise ConfigError(f"max.partitions.per.request={p['max.partitions.per.request']!r}: must be at least 1")
+        self.log_config = _topic_defaults(p)
+        try:
+            self.cleaner_config = CleanerConfig.from_broker_properties(p)
+        except InvalidConfig as exc:
+            raise ConfigError(str(exc)) from None
+        self.warnings = check_keys(given, known_keys(BROKER_DEFAULTS, BROKER_TO_TOPIC, CLEANER_KEYS, _READ_ELSEWHERE))
 
     @property
     def advertised(self) -> Listener:
@@ -157,6 +223,27 @@ class ServerConfig:
     def load(cls, path: str | Path | None = None, overrides: dict[str, str] | None = None) -> ServerConfig:
         props: dict[str, str] = {}
         if path is not None:
-            props.update(parse_properties(Path(path).read_text(encoding="utf-8")))
+            props.update(parse_properties(read_properties_file(Path(path))))
         props.update(overrides or {})
         return cls(props)
+
+
+# Keys read outside the tables above: KRaft listener settings that shape how `listeners` is read.
+_READ_ELSEWHERE = ("listener.security.protocol.map", "controller.listener.names")
+
+
+def read_properties_file(path: Path) -> str:
+    """The text of a server.properties file; a missing, unreadable or binary file is a ConfigError."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"--config {str(path)!r}: cannot read: {exc.strerror or exc}") from None
+    if b"\0" in data:
+        raise ConfigError(f"--config {str(path)!r}: not a properties file (binary data at byte {data.index(0)})")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # Java reads .properties as ISO-8859-1; a file that is not UTF-8 text is taken as that too.
+        if sum(b < 32 and b not in b"\t\r\n\f" for b in data) > 0:
+            raise ConfigError(f"--config {str(path)!r}: not a properties file (binary data at byte {exc.start})") from None
+        return data.decode("latin-1")

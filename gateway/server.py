@@ -11,14 +11,24 @@ import trio
 from logway.gateway.broker import Broker
 from logway.gateway.config import ServerConfig
 from logway.gateway.connection import Connection
+from logway.wire.errors import KafkaError
 
 log = logging.getLogger(__name__)
 
 
+class StartupError(Exception):
+    """The broker cannot start (a port in use, an unusable log dir): one line for the user, no traceback."""
+
+
 async def open_listeners(config: ServerConfig) -> list[trio.SocketListener]:
-    listeners = []
+    listeners: list[trio.SocketListener] = []
     for listener in config.listeners:
-        listeners.extend(await trio.open_tcp_listeners(listener.port, host=listener.host or None, backlog=1024))
+        try:
+            listeners.extend(await trio.open_tcp_listeners(listener.port, host=listener.host or None, backlog=1024))
+        except OSError as exc:
+            for opened in listeners:
+                await opened.aclose()
+            raise StartupError(f"listeners={listener}: cannot listen: {exc.strerror or exc}") from exc
     return listeners
 
 
@@ -45,11 +55,19 @@ async def run_broker(broker: Broker, listeners: list[trio.SocketListener], task_
 
 
 async def serve(config: ServerConfig) -> None:
-    """Run a gateway until SIGTERM or SIGINT, then shut down cleanly (flush, clean-shutdown marker)."""
+    """Run a gateway until SIGTERM or SIGINT, then shut down cleanly (flush, clean-shutdown marker).
+
+    The ports are bound before the log is opened, so a port in use stops start-up before any file is touched.
+    """
+    listeners = await open_listeners(config)
     broker = Broker(config)
-    broker.open()
     try:
-        listeners = await open_listeners(config)
+        broker.open()
+    except (OSError, KafkaError) as exc:  # LogManager.open closed what it had opened
+        for listener in listeners:
+            await listener.aclose()
+        raise StartupError(f"log.dirs={','.join(config.log_dirs)}: cannot open the log: {exc}") from exc
+    try:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async with trio.open_nursery() as nursery:
                 await nursery.start(run_broker, broker, listeners)

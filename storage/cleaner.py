@@ -33,9 +33,10 @@ import os
 import struct
 import time
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from logway.storage.config import LogConfig
 from logway.storage.errors import InvalidConfig
@@ -79,15 +80,8 @@ class CleanerConfig:
     @classmethod
     def from_broker_properties(cls, props: Mapping[str, str]) -> CleanerConfig:
         """Read the ``log.cleaner.*`` keys of a server.properties mapping (others are ignored)."""
-        kinds = {
-            "log.cleaner.enable": ("enable", _boolean),
-            "log.cleaner.threads": ("threads", int),
-            "log.cleaner.dedupe.buffer.size": ("dedupe_buffer_size", int),
-            "log.cleaner.io.buffer.load.factor": ("io_buffer_load_factor", float),
-            "log.cleaner.backoff.ms": ("backoff_ms", int),
-        }
         values = {}
-        for name, (attr, parse) in kinds.items():
+        for name, (attr, parse) in CLEANER_KEYS.items():
             if name in props:
                 try:
                     values[attr] = parse(str(props[name]).strip())
@@ -103,6 +97,16 @@ def _boolean(text: str) -> bool:
     if text.lower() not in ("true", "false"):
         raise ValueError(text)
     return text.lower() == "true"
+
+
+# The broker's log.cleaner.* keys: CleanerConfig field and parser of each.
+CLEANER_KEYS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "log.cleaner.enable": ("enable", _boolean),
+    "log.cleaner.threads": ("threads", int),
+    "log.cleaner.dedupe.buffer.size": ("dedupe_buffer_size", int),
+    "log.cleaner.io.buffer.load.factor": ("io_buffer_load_factor", float),
+    "log.cleaner.backoff.ms": ("backoff_ms", int),
+}
 
 
 @dataclass(frozen=True, slots=True)

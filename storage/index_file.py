@@ -10,7 +10,8 @@ index rolls the segment as in Kafka.
 from __future__ import annotations
 
 import os
-from collections.abc import Sized
+import threading
+from collections.abc import Callable, Sized
 from pathlib import Path
 
 _FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
@@ -25,7 +26,48 @@ class IndexFile:
         self.path = path
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_size // self.entry_size)
-        self.fd = os.open(path, _FLAGS, 0o644)
+        # Created now, opened on first use (see LogSegment: idle partitions hold no descriptors).
+        self._fd = -1
+        self._closed = False
+        self._open_lock = threading.Lock()
+        if not path.exists():
+            os.close(os.open(path, _FLAGS, 0o644))
+
+    # Called after the descriptor is (re)opened: the segment registers with the open-files bound.
+    on_open: Callable[[], None] | None = None
+
+    @property
+    def fd(self) -> int:
+        """The descriptor, opened on first use (-1 once closed)."""
+        fd = self._fd
+        if fd >= 0 or self._closed:
+            return fd
+        with self._open_lock:
+            opened = self._fd < 0 and not self._closed
+            if opened:
+                self._fd = os.open(self.path, _FLAGS, 0o644)
+            fd = self._fd
+        if opened and self.on_open is not None:
+            self.on_open()
+        return fd
+
+    def take_fd(self) -> int:
+        """Give up the descriptor without closing it (the open-files bound closes it later); -1 if none."""
+        with self._open_lock:
+            fd, self._fd = self._fd, -1
+            return fd
+
+    @property
+    def is_open(self) -> bool:
+        """Whether a descriptor is held now."""
+        return self._fd >= 0
+
+    def release(self) -> None:
+        """Close the descriptor until the next use (see LogSegment.release_files)."""
+        with self._open_lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
 
     _offsets: Sized  # relative offsets of the entries, kept by each kind
 
@@ -39,8 +81,8 @@ class IndexFile:
 
     def read_all(self) -> bytes:
         """The whole file (used once, when a segment is loaded)."""
-        size = os.fstat(self.fd).st_size
-        return os.pread(self.fd, size, 0)
+        with open(self.path, "rb") as f:
+            return f.read()
 
     def _write(self, data: bytes) -> None:
         written = 0
@@ -55,8 +97,10 @@ class IndexFile:
         os.ftruncate(self.fd, count * self.entry_size)
 
     def flush(self) -> None:
-        """fsync the file (called from the flush thread)."""
-        os.fsync(self.fd)
+        """fsync the file if it is open (called from the flush thread)."""
+        fd = self._fd
+        if fd >= 0:
+            os.fsync(fd)
 
     def rename(self, path: Path) -> None:
         """Rename the file; the open descriptor keeps working."""
@@ -65,6 +109,8 @@ class IndexFile:
 
     def close(self) -> None:
         """Close the descriptor (idempotent)."""
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        with self._open_lock:
+            self._closed = True
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1

@@ -23,7 +23,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from logway.storage.checkpoints import (
@@ -43,6 +43,7 @@ from logway.storage.errors import (
     TopicAlreadyExists,
     UnknownTopicOrPartition,
 )
+from logway.storage.open_files import OPEN_SEGMENTS
 from logway.storage.partition_log import PartitionLog, RecoveryLoss
 from logway.storage.topic import Topic, collision_key, decode_topic_id, encode_topic_id, validate_topic_name
 
@@ -70,6 +71,7 @@ class LogManager:
         *,
         clock_ms: Callable[[], int] | None = None,
         cleaner_config: CleanerConfig | None = None,
+        max_open_segments: int | None = None,
     ) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is required")
@@ -81,6 +83,10 @@ class LogManager:
         self._pending_deletes: list[tuple[int, PartitionLog]] = []
         self.recovery_loss = RecoveryLoss()  # summed over every log loaded; read by metrics
         self._locks: list[int] = []  # descriptors of the held .lock files
+        # Topics whose partitions are being made (possibly on a worker thread); not visible to clients yet.
+        self.creating: dict[str, Topic] = {}
+        if max_open_segments is not None:  # the bound is per process, like the OS limit it protects
+            OPEN_SEGMENTS.max_open = max_open_segments
 
     # -- startup and shutdown ------------------------------------------------------------------------
 
@@ -231,11 +237,32 @@ class LogManager:
         configs: Mapping[str, str] | None = None,
         topic_id: uuid.UUID | None = None,
     ) -> Topic:
-        """Create a topic with Kafka's validation; each partition goes to the least-used log dir (seed 000)."""
+        """Create a topic with Kafka's validation; each partition goes to the least-used log dir (seed 000).
+
+        All at once, on the calling thread; the gateway creates large topics in chunks off the event loop
+        with `begin_topic`, `place_partitions`, `make_partitions` and `finish_topic` (the same steps).
+        """
+        topic = self.begin_topic(name, num_partitions, configs, topic_id)
+        try:
+            topic.partitions.extend(self.make_partitions(topic, 0, self.place_partitions(num_partitions)))
+        except BaseException:
+            self.abort_topic(topic)
+            raise
+        self.finish_topic(topic)
+        return topic
+
+    def begin_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        configs: Mapping[str, str] | None = None,
+        topic_id: uuid.UUID | None = None,
+    ) -> Topic:
+        """Validate a new topic and reserve its name until `finish_topic` or `abort_topic`."""
         validate_topic_name(name)
-        if name in self.topics:
+        if name in self.topics or name in self.creating:
             raise TopicAlreadyExists(f"Topic '{name}' already exists.")
-        clashes = [t for t in self.topics if collision_key(t) == collision_key(name)]
+        clashes = [t for t in itertools.chain(self.topics, self.creating) if collision_key(t) == collision_key(name)]
         if clashes:
             raise InvalidTopic(f"Topic '{name}' collides with existing topics: {', '.join(clashes)}")
         if num_partitions < 1:
@@ -243,26 +270,66 @@ class LogManager:
         overrides = {k: str(v).strip() for k, v in (configs or {}).items()}
         config = LogConfig.from_properties(overrides, self.default_config)
         topic = Topic(name, topic_id or uuid.uuid4(), config, overrides)
-        try:
-            for p in range(num_partitions):
-                topic.partitions.append(self._new_partition(topic, p))
-        except OSError as e:
-            for plog in topic.partitions:
-                plog.delete()
-            raise KafkaStorageError(f"creating topic {name} failed: {e}") from e
-        self.topics[name] = topic
+        self.creating[name] = topic
         return topic
+
+    def place_partitions(self, count: int, pending: Iterable[PartitionLog] = ()) -> list[Path]:
+        """The log dir of each of ``count`` new partitions: the least used one each time (seed 000).
+
+        Partitions of topics being created count, and so do ``pending`` ones made but not yet attached.
+        """
+        counts = dict.fromkeys(self.log_dirs, 0)
+        creating = (t.partitions for t in self.creating.values())
+        for plog in itertools.chain(self._all_logs(), *creating, pending):
+            counts[plog.dir.parent] += 1
+        dirs = []
+        for _ in range(count):
+            least = min(self.log_dirs, key=lambda d: counts[d])
+            counts[least] += 1
+            dirs.append(least)
+        return dirs
+
+    def make_partitions(self, topic: Topic, first: int, dirs: list[Path]) -> list[PartitionLog]:
+        """Create partitions ``first``, ``first + 1``, ... in ``dirs`` (file work only: safe on a worker thread).
+
+        On an error the partitions made by this call are deleted again and KafkaStorageError is raised.
+        """
+        made: list[PartitionLog] = []
+        try:
+            for i, log_dir in enumerate(dirs):
+                made.append(self._new_partition(topic, first + i, log_dir))
+        except OSError as e:
+            for plog in made:
+                plog.delete()
+            raise KafkaStorageError(f"creating partitions of {topic.name} failed: {e}") from e
+        return made
+
+    def finish_topic(self, topic: Topic) -> None:
+        """Make a topic whose partitions are all made visible to clients."""
+        del self.creating[topic.name]
+        self.topics[topic.name] = topic
+
+    def abort_topic(self, topic: Topic) -> None:
+        """Give up a topic being created: delete what was made and free its name."""
+        self.creating.pop(topic.name, None)
+        for plog in topic.partitions:
+            plog.delete()
 
     def create_partitions(self, name: str, total_count: int) -> None:
         """Grow a topic to ``total_count`` partitions (CreatePartitions; partitions never shrink)."""
+        topic = self.check_new_partition_count(name, total_count)
+        current = len(topic.partitions)
+        topic.partitions.extend(self.make_partitions(topic, current, self.place_partitions(total_count - current)))
+
+    def check_new_partition_count(self, name: str, total_count: int) -> Topic:
+        """The topic, if ``total_count`` is a valid new partition count for it (Kafka's CreatePartitions checks)."""
         topic = self._topic(name)
         current = len(topic.partitions)
         if total_count < current:
             raise InvalidPartitions(f"Topic currently has {current} partitions, which is higher than the requested {total_count}.")
         if total_count == current:
             raise InvalidPartitions(f"Topic already has {current} partitions.")
-        for p in range(current, total_count):
-            topic.partitions.append(self._new_partition(topic, p))
+        return topic
 
     def delete_topic(self, name: str) -> None:
         """Remove a topic at once; its dirs are renamed ``<topic>-<p>.<uuidhex>-delete`` and removed later."""
@@ -299,6 +366,7 @@ class LogManager:
         with ``write_checkpoints`` off the event loop, every CHECKPOINT_INTERVAL_MS.
         """
         now = self._clock() if now_ms is None else now_ms
+        OPEN_SEGMENTS.close_expired()
         for plog in self._all_logs():
             plog.delete_old_segments(now)
             plog.delete_pending_segments(now)
@@ -376,18 +444,10 @@ class LogManager:
                     log.warning("topic %s: ignoring stored config %s=%s: %s", name, key, value, e)
             return config
 
-    def _least_loaded_dir(self, pending: list[PartitionLog]) -> Path:
-        """The log dir holding the fewest partitions (the first listed on a tie), seed 000."""
-        counts = dict.fromkeys(self.log_dirs, 0)
-        for plog in itertools.chain(self._all_logs(), pending):
-            counts[plog.dir.parent] += 1
-        return min(self.log_dirs, key=lambda d: counts[d])
-
-    def _new_partition(self, topic: Topic, partition: int) -> PartitionLog:
+    def _new_partition(self, topic: Topic, partition: int, log_dir: Path | None = None) -> PartitionLog:
         """Create one partition directory with its metadata files and an empty log."""
-        # A topic still being created is not in self.topics yet: count its first partitions too.
-        pending = [] if self.topics.get(topic.name) is topic else topic.partitions
-        log_dir = self._least_loaded_dir(pending)
+        if log_dir is None:
+            log_dir = self.place_partitions(1)[0]
         path = log_dir / f"{topic.name}-{partition}"
         if path.exists():
             raise KafkaStorageError(f"{path} already exists")

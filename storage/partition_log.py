@@ -250,6 +250,10 @@ class PartitionLog:
         self._recovery_point = self._log_end_offset if clean_shutdown else min(recovery_point, self._log_end_offset)
         self._last_flush_ms = now
         self._rebuild_producer_state()
+        for seg in self._segments:
+            if seg.end_offset > self._recovery_point:
+                seg.flush()  # what recovery kept is synced before its descriptors go (flush skips closed files)
+            seg.release_files()  # loading is done with them: idle partitions keep no descriptors open
 
     def _report_loss(self, seg: LogSegment, truncated: int, later: list[LogSegment]) -> None:
         """WARN about data recovery removed and count it (Kafka's "Corruption found in segment ..." warning)."""
@@ -584,7 +588,7 @@ class PartitionLog:
         recovery_point = self._recovery_point
         try:
             for seg in segments:
-                if (seg.end_offset > recovery_point or seg is segments[-1]) and seg.fd >= 0:
+                if (seg.end_offset > recovery_point or seg is segments[-1]) and not seg.closed:
                     seg.flush()
             if self._dir_dirty:
                 self._dir_dirty = False

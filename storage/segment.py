@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 import random
 import struct
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 from logway.storage.config import LogConfig
 from logway.storage.errors import CorruptRecord, KafkaStorageError
 from logway.storage.offset_index import OffsetIndex
+from logway.storage.open_files import OPEN_SEGMENTS
 from logway.storage.time_index import TimeIndex
 from logway.wire.batch import (
     BATCH_HEADER_SIZE,
@@ -69,14 +71,17 @@ class LogSegment:
         index_path, time_index_path = stem.with_suffix(INDEX_SUFFIX + suffix), stem.with_suffix(TIME_INDEX_SUFFIX + suffix)
         # Kafka rebuilds the indexes of a segment whose index files are missing (LogLoader.loadSegmentFiles).
         self._indexes_existed = index_path.exists() and time_index_path.exists()
-        self.fd = os.open(self.log_path, _FLAGS, 0o644)
-        try:
-            self.offset_index = OffsetIndex(index_path, base_offset, config.segment_index_bytes)
-            self.time_index = TimeIndex(time_index_path, base_offset, config.segment_index_bytes)
-        except OSError:
-            os.close(self.fd)
-            raise
-        self.size = os.fstat(self.fd).st_size
+        # The files are created at once (the base offset lives in the name) but opened only when first used,
+        # so idle partitions hold no descriptors (DESIGN.md principle 4); `release_files` closes them again.
+        self._fd = -1
+        self._closed = False
+        self._open_lock = threading.Lock()
+        self.recently_used = False  # for the open-files bound (storage/open_files.py)
+        self._evicted = False  # descriptors were taken by the bound: writes made through them may need an fsync
+        self.size = _create(self.log_path)
+        self.offset_index = OffsetIndex(index_path, base_offset, config.segment_index_bytes)
+        self.time_index = TimeIndex(time_index_path, base_offset, config.segment_index_bytes)
+        self.offset_index.on_open = self.time_index.on_open = self._files_opened
         self.end_offset = base_offset  # one past the last offset of the last batch
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
@@ -85,6 +90,55 @@ class LogSegment:
         self.roll_jitter_ms = random.randrange(config.segment_jitter_ms) if config.segment_jitter_ms > 0 else 0
         self.index_interval_bytes = config.index_interval_bytes
         self._bytes_since_index = 0
+
+    @property
+    def fd(self) -> int:
+        """The log file's descriptor, opened on first use (-1 once the segment is closed)."""
+        fd = self._fd
+        if fd >= 0:
+            self.recently_used = True
+            return fd
+        if self._closed:
+            return fd
+        with self._open_lock:  # the loop and a flush or compaction thread may both get here first
+            opened = self._fd < 0 and not self._closed
+            if opened:
+                self._fd = os.open(self.log_path, _FLAGS, 0o644)
+            fd = self._fd
+        if opened:
+            self._files_opened()
+        return fd
+
+    def _files_opened(self) -> None:
+        OPEN_SEGMENTS.opened(self)
+
+    def evict_files(self) -> list[int]:
+        """Give up every descriptor (reopened on next use); the open-files bound closes them after a grace period."""
+        with self._open_lock:
+            fds = [self._fd, self.offset_index.take_fd(), self.time_index.take_fd()]
+            self._fd = -1
+            self._evicted = True
+        return [fd for fd in fds if fd >= 0]
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called (the descriptors are gone for good)."""
+        return self._closed
+
+    @property
+    def open_files(self) -> int:
+        """How many descriptors the segment holds now (log and indexes)."""
+        return (self._fd >= 0) + self.offset_index.is_open + self.time_index.is_open
+
+    def release_files(self) -> None:
+        """Close the descriptors until the next use. Only when no reader, writer or flush can hold them (loading)."""
+        with self._open_lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+        self.offset_index.release()
+        self.time_index.release()
+        OPEN_SEGMENTS.forget(self)
 
     # -- loading and recovery ----------------------------------------------------------------------
 
@@ -406,8 +460,18 @@ class LogSegment:
             self.recover()
 
     def flush(self) -> None:
-        """fsync the log and both indexes."""
-        os.fsync(self.fd)
+        """fsync the log and both indexes; a file not opened since loading has nothing unsynced from this process."""
+        fd = self._fd
+        if fd < 0 and self._evicted and not self._closed:
+            # Data written through a descriptor the open-files bound took: fsync the file through a new one.
+            self._evicted = False
+            try:
+                fd = self.fd
+                self.offset_index.fd, self.time_index.fd  # noqa: B018 - reopen so their flush syncs them too
+            except FileNotFoundError:  # renamed meanwhile: deleted, or replaced by an fsynced compaction output
+                return
+        if fd >= 0:
+            os.fsync(fd)
         self.offset_index.flush()
         self.time_index.flush()
 
@@ -450,11 +514,23 @@ class LogSegment:
 
     def close(self) -> None:
         """Close all descriptors (idempotent)."""
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        with self._open_lock:
+            self._closed = True
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
         self.offset_index.close()
         self.time_index.close()
+        OPEN_SEGMENTS.forget(self)
+
+
+def _create(path: Path) -> int:
+    """Create the file if it is missing (without keeping it open); its size."""
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        os.close(os.open(path, _FLAGS, 0o644))
+        return 0
 
 
 def _strip(name: str, suffix: str) -> str:

@@ -1,7 +1,8 @@
 """CreatePartitions (key 37), v0-v3. v1: no change; v2: flexible; v3: no change.
 
 Increases a topic's partition count (INVALID_PARTITIONS if not larger); manual assignments must name this
-broker only. validate_only checks without creating.
+broker only. validate_only checks without creating. More than max.partitions.per.request new partitions in
+one request get POLICY_VIOLATION; the partitions are made off the event loop (Broker.create_partitions).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ MIN_VERSION = 0
 MAX_VERSION = 3
 
 
-def _create(broker, t, validate_only: bool) -> None:
+async def _create(broker, t, validate_only: bool, budget: list[int]) -> None:
     topic = broker.logs.topics.get(t.name)
     if topic is None:
         raise KafkaError(f"The topic '{t.name}' does not exist.", ErrorCode.unknown_topic_or_partition)
@@ -33,16 +34,23 @@ def _create(broker, t, validate_only: bool) -> None:
                              f"{len(t.assignments)} assignments provided.", ErrorCode.invalid_replica_assignment)
         if any(tuple(a.broker_ids) != (broker.node_id,) for a in t.assignments):
             raise KafkaError("replicas must be on this broker only", ErrorCode.invalid_replica_assignment)
+    # The same bound as CreateTopics (Kafka's MAX_RECORDS_PER_USER_OP: one record per new partition).
+    budget[0] -= t.count - current
+    if budget[0] < 0:
+        raise KafkaError(f"Unable to perform excessively large batch operation: more than "
+                         f"max.partitions.per.request={broker.config.max_partitions_per_request} new partitions "
+                         f"in one request.", ErrorCode.policy_violation)
     if not validate_only:
-        broker.logs.create_partitions(t.name, t.count)
+        await broker.create_partitions(t.name, t.count)
 
 
 async def handle(ctx, request):
     results = []
+    budget = [ctx.broker.config.max_partitions_per_request]
     for t in request.topics:
         result = {"name": t.name, "error_code": ErrorCode.none, "error_message": None}
         try:
-            _create(ctx.broker, t, request.validate_only)
+            await _create(ctx.broker, t, request.validate_only, budget)
         except KafkaError as exc:
             result.update(error_code=exc.error_code, error_message=str(exc))
         results.append(result)

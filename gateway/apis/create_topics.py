@@ -4,6 +4,8 @@ v1+: validate_only; v4: num_partitions/replication_factor may be -1 (use num.par
 default.replication.factor); v5: flexible, the result carries num_partitions, replication_factor and
 the topic's configs; v7: topic_id. This is a single broker: a replication factor other than 1 (or -1)
 gets INVALID_REPLICATION_FACTOR; manual replica assignments naming other brokers get INVALID_REPLICA_ASSIGNMENT.
+A request for more than max.partitions.per.request partitions in all gets POLICY_VIOLATION (see _over_limit).
+The partitions are made in chunks on a worker thread (Broker.create_topic): other clients keep being answered.
 """
 
 from __future__ import annotations
@@ -47,21 +49,42 @@ def _validate(broker, t) -> tuple[int, dict[str, str]]:
     return partitions, configs
 
 
+def _over_limit(broker, request) -> str | None:
+    """The POLICY_VIOLATION message when the request asks for more partitions than max.partitions.per.request.
+
+    Kafka's controller refuses a user operation that would write more than 10000 metadata records
+    (QuorumController.MAX_RECORDS_PER_USER_OP, one per partition) with POLICY_VIOLATION "Unable to perform
+    excessively large batch operation."; the partitions of the whole request count, as they do there.
+    """
+    limit = broker.config.max_partitions_per_request
+    total = 0
+    for t in request.topics:
+        total += len(t.assignments) if t.assignments else (
+            broker.config.num_partitions if t.num_partitions == -1 else max(t.num_partitions, 0))
+    if total <= limit:
+        return None
+    return (f"Unable to perform excessively large batch operation: {total} partitions requested, "
+            f"max.partitions.per.request is {limit}.")
+
+
 async def handle(ctx, request):
     broker = ctx.broker
+    too_large = _over_limit(broker, request)
     results = []
     for t in request.topics:
         result = {"name": t.name, "topic_id": None, "error_code": ErrorCode.none, "error_message": None,
                   "num_partitions": -1, "replication_factor": -1, "configs": None}
         try:
-            if t.name in broker.logs.topics:
+            if t.name in broker.logs.topics or t.name in broker.logs.creating:
                 raise KafkaError(f"Topic '{t.name}' already exists.", ErrorCode.topic_already_exists)
             partitions, configs = _validate(broker, t)
+            if too_large:
+                raise KafkaError(too_large, ErrorCode.policy_violation)
             if request.validate_only:
                 topic_id = None
                 effective = LogConfig.from_properties(configs, broker.config.log_config).to_properties()
             else:
-                topic = broker.logs.create_topic(t.name, partitions, configs)
+                topic = await broker.create_topic(t.name, partitions, configs)
                 topic_id = topic.topic_id
                 effective = topic.config.to_properties()
             result.update(

@@ -47,6 +47,9 @@ def topic_entry(broker, name: str, error: int = ErrorCode.none, topic_id: uuid.U
 
 
 def _lookup(broker, name: str, allow_create: bool) -> dict:
+    if name in broker.logs.creating:
+        # A CreateTopics still making its partitions: Kafka answers LEADER_NOT_AVAILABLE until leaders exist.
+        return topic_entry(broker, name, ErrorCode.leader_not_available)
     if name not in broker.logs.topics:
         if not (allow_create and broker.config.auto_create_topics):
             return topic_entry(broker, name, ErrorCode.unknown_topic_or_partition)

@@ -1,0 +1,184 @@
+"""Start-up errors of a real `python -m logway.gateway serve`: one line naming the setting and value, no traceback.
+
+Also: unknown config keys are warned about (with a suggestion), Kafka settings Logway does not use are warned
+as not applicable, and a stock Kafka 4 KRaft server.properties starts and serves on its PLAINTEXT listener.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka.admin import NewTopic
+
+FIXTURE = Path(__file__).parent / "fixtures" / "kafka-4.0-kraft-server.properties"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    """Run `serve` expecting it to exit by itself (a start-up error)."""
+    cmd = [sys.executable, "-m", "logway.gateway", "serve", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> None:
+    assert result.returncode != 0, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("logway: ")]
+    assert len(errors) == 1, result.stderr
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+
+
+def listener(port: int | None = None) -> str:
+    return f"PLAINTEXT://127.0.0.1:{port or free_port()}"
+
+
+def test_port_in_use(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = serve("--listeners", listener(port), "--log-dirs", str(tmp_path / "data"))
+    assert_one_line_error(result, "listeners", str(port), "in use")
+    assert not (tmp_path / "data" / "__consumer_offsets-0").exists()  # nothing written before the bind
+
+
+def test_log_dirs_is_a_file(tmp_path: Path) -> None:
+    file = tmp_path / "data"
+    file.write_text("not a directory")
+    result = serve("--listeners", listener(), "--log-dirs", str(file))
+    assert_one_line_error(result, "log.dirs", str(file), "not a directory")
+
+
+def test_log_dirs_cannot_be_created(tmp_path: Path) -> None:
+    parent = tmp_path / "file"
+    parent.write_text("x")
+    result = serve("--listeners", listener(), "--log-dirs", str(parent / "data"))
+    assert_one_line_error(result, "log.dirs", str(parent / "data"))
+
+
+@pytest.mark.skipif(not Path("/sys").is_dir(), reason="needs a read-only /sys to have an unwritable dir as root")
+def test_log_dirs_unwritable() -> None:
+    result = serve("--listeners", listener(), "--log-dirs", "/sys/logway-unwritable-test")
+    assert_one_line_error(result, "log.dirs", "/sys/logway-unwritable-test")
+
+
+@pytest.mark.parametrize("value", ["PLAINTEXT://127.0.0.1:99999", "PLAINTEXT://127.0.0.1:nine", "localhost"])
+def test_bad_listener(tmp_path: Path, value: str) -> None:
+    result = serve("--listeners", value, "--log-dirs", str(tmp_path / "data"))
+    assert_one_line_error(result, "listeners", value)
+
+
+def test_bad_log_level(tmp_path: Path) -> None:
+    result = serve("--listeners", listener(), "--log-dirs", str(tmp_path / "data"), "--log-level", "LOUD")
+    assert_one_line_error(result, "--log-level", "LOUD")
+
+
+@pytest.mark.parametrize("key, value", [
+    ("log.retention.ms", "a week"),
+    ("log.segment.bytes", "10"),
+    ("log.cleanup.policy", "shred"),
+    ("log.cleaner.threads", "many"),
+    ("offsets.retention.minutes", "later"),
+])
+def test_bad_config_value(tmp_path: Path, key: str, value: str) -> None:
+    props = tmp_path / "server.properties"
+    props.write_text(f"{key}={value}\n")
+    result = serve("--config", str(props), "--listeners", listener(), "--log-dirs", str(tmp_path / "data"))
+    assert_one_line_error(result, key, value)
+
+
+def test_binary_config_file(tmp_path: Path) -> None:
+    props = tmp_path / "server.properties"
+    props.write_bytes(Path(sys.executable).read_bytes()[:4096])
+    result = serve("--config", str(props))
+    assert_one_line_error(result, str(props), "not a properties file")
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    result = serve("--config", str(tmp_path / "nope.properties"))
+    assert_one_line_error(result, "nope.properties", "cannot read")
+
+
+class Running:
+    """A gateway process that is expected to start; stopped with SIGTERM."""
+
+    def __init__(self, tmp_path: Path, *args: str) -> None:
+        self.port = free_port()
+        self.log = tmp_path / "gateway.log"
+        cmd = [sys.executable, "-m", "logway.gateway", "serve", *args]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(self.log, "wb"))
+
+    def wait_listening(self, port: int, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, self.log.read_text()
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise TimeoutError(self.log.read_text())
+
+    def stop(self) -> str:
+        self.proc.terminate()
+        self.proc.wait(20)
+        return self.log.read_text()
+
+
+def test_unknown_keys_are_warned_with_a_suggestion(tmp_path: Path) -> None:
+    port = free_port()
+    gw = Running(tmp_path, "--listeners", listener(port), "--log-dirs", str(tmp_path / "data"),
+                 "--override", "num.partition=3", "--override", "num.io.threads=8", "--override", "frobnicate=1")
+    try:
+        gw.wait_listening(port)
+    finally:
+        log = gw.stop()
+    assert "unknown config num.partition (did you mean num.partitions?)" in log
+    assert "unknown config frobnicate; ignored" in log
+    assert "num.io.threads is a Kafka setting that does not apply" in log
+    assert log.count("num.partition ") == 1  # warned once
+    assert "Traceback" not in log
+
+
+def test_stock_kafka_kraft_server_properties_starts(tmp_path: Path) -> None:
+    """Kafka 4's config/kraft/server.properties as shipped; only ports and the data dir moved off the defaults."""
+    port, controller = free_port(), free_port()
+    gw = Running(
+        tmp_path, "--config", str(FIXTURE), "--log-dirs", str(tmp_path / "data"),
+        "--listeners", f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
+        "--advertised-listeners", f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
+    )
+    try:
+        gw.wait_listening(port)
+        admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{port}")
+        try:
+            admin.create_topics([NewTopic("kraft-ok", 2, 1)])
+            assert "kraft-ok" in admin.list_topics()
+        finally:
+            admin.close()
+        producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}")
+        try:
+            assert producer.send("kraft-ok", b"v", partition=1).get(timeout=30).offset == 0
+        finally:
+            producer.close()
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", controller), timeout=0.5).close()
+    finally:
+        log = gw.stop()
+    assert "Traceback" not in log
+    for key in ("process.roles", "controller.quorum.voters", "num.network.threads", "offsets.topic.replication.factor"):
+        assert f"config {key} is a Kafka setting that does not apply" in log
+    assert "ignoring controller listener CONTROLLER://127.0.0.1" in log
+    assert "unknown config" not in log
