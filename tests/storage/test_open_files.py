@@ -17,11 +17,12 @@ BOUND = 16
 
 
 def fds_under(directory: Path) -> int:
-    """Descriptors of this process open on files below ``directory``."""
+    """Descriptors of this process open on segment files below ``directory`` (not the log dirs' held .lock)."""
     count = 0
     for fd in os.listdir("/proc/self/fd"):
         try:
-            if os.readlink(f"/proc/self/fd/{fd}").startswith(str(directory)):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith(str(directory)) and not target.endswith("/.lock"):
                 count += 1
         except OSError:
             pass
