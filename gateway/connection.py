@@ -2,7 +2,8 @@
 
 Like Kafka's SocketServer, a connection handles one request at a time (Kafka mutes the channel until the
 response is sent), so responses always go out in request order; clients may still pipeline requests:
-they wait in the socket buffer. Bad input (oversized, truncated or undecodable frames, unknown APIs) gets
+they wait in the socket buffer. A connection's memory follows the bytes it has received (its buffer grows
+as they arrive, within the broker-wide queued.max.request.bytes, and shrinks back when idle). Bad input (oversized, truncated or undecodable frames, unknown APIs) gets
 one log line and a closed connection; nothing a client sends can stop the server.
 """
 
@@ -10,20 +11,30 @@ from __future__ import annotations
 
 import errno
 import logging
+import mmap
 import os
+import socket
 import struct
 
 import trio
 
 from logway.gateway.broker import Broker
 from logway.gateway.dispatch import dispatch
+from logway.gateway.request_memory import RequestMemory
 from logway.wire.fetch import Chunk, FileSlice
 from logway.wire.protocol import MalformedRequest
 
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
-_BUFFER_SIZE = 256 * 1024
+# Every connection keeps a buffer of this size; it grows (doubling, as bytes arrive) to what the traffic
+# needs, and goes back to this size when idle or when other connections wait for memory.
+_BASE_BUFFER = 8 * 1024
+# A grown buffer is sized down to the largest recent frame after this long, and an idle one freed.
+_RESIZE_AFTER_S = 2.0
+# A receive asks for the rest of the current frame and up to this much more (pipelined requests), so
+# moving a partial next frame to the front of the buffer never copies more than this.
+_READ_AHEAD = 64 * 1024
 # Responses smaller than this are coalesced into one send.
 _COALESCE = 64 * 1024
 
@@ -33,40 +44,37 @@ class ConnectionClosed(Exception):
 
 
 class Connection:
-    def __init__(self, broker: Broker, sock: trio.socket.SocketType, peer: str) -> None:
+    def __init__(self, broker: Broker, sock: trio.socket.SocketType, peer: str, memory: RequestMemory) -> None:
         self.broker = broker
         self.sock = sock
         self.peer = peer
+        self.memory = memory
         # Receive buffer: bytes [start, end) are received and not yet handed out as a frame.
-        self.buf = bytearray(_BUFFER_SIZE)
+        self.buf = bytearray(_BASE_BUFFER)
         self.view = memoryview(self.buf)
         self.start = 0
         self.end = 0
+        self.peak = 0  # the largest frame since the buffer was last sized
+        self.resize_at = 0.0  # trio time at which a grown buffer is sized down to ``peak``
+        self.received = 0  # bytes received so far (the idle sweep's sign of life)
+        self.busy = False  # a request is in progress (waiting for memory, being handled or answered)
+        self.expired = False
         self.client_software: tuple[str, str] | None = None
 
-    async def _fill(self, need: int) -> None:
-        """Receive more bytes, first making room for ``need`` bytes from ``start`` if the buffer's tail is short."""
+    async def read_frame(self) -> memoryview:
+        """The next request frame without its size prefix, as a writable view the handlers may patch.
+
+        The view points into the receive buffer and is valid until the next read_frame (requests are
+        handled one at a time); the request bytes are copied once, from the kernel, unless the buffer had
+        to grow under the frame. Memory follows the bytes received, never a declared size.
+        """
         if self.start == self.end:
             self.start = self.end = 0
-        elif len(self.buf) - self.start < need:
-            pending = self.end - self.start
-            self.buf[:pending] = bytes(self.view[self.start : self.end])  # regions may overlap
-            self.start, self.end = 0, pending
-        n = await self.sock.recv_into(self.view[self.end :])
-        if n == 0:
-            raise ConnectionClosed()
-        self.end += n
-
-    async def read_frame(self) -> memoryview | bytearray:
-        """The next request frame without its size prefix, as a writable buffer the handlers may patch.
-
-        A frame that fits the receive buffer is a view into it (valid until the next read_frame: requests
-        are handled one at a time); a larger one is received straight into a buffer of its own. Either way
-        the request bytes are copied once, from the kernel.
-        """
+        if len(self.buf) > _BASE_BUFFER:
+            await self._size_buffer_between_frames()
         while self.end - self.start < 4:
             try:
-                await self._fill(4)
+                await self._receive(4)
             except ConnectionClosed:
                 if self.end > self.start:
                     raise MalformedRequest(f"truncated frame: {self.end - self.start} bytes of a size prefix") from None
@@ -76,27 +84,79 @@ class Connection:
         if size < 0 or size > limit:
             raise MalformedRequest(f"frame of {size} bytes is larger than socket.request.max.bytes={limit} or negative")
         total = 4 + size
-        if total <= len(self.buf):
-            while self.end - self.start < total:
-                try:
-                    await self._fill(total)
-                except ConnectionClosed:
-                    have = self.end - self.start - 4
-                    raise MalformedRequest(f"truncated frame: connection closed after {have} of {size} bytes") from None
-            frame = self.view[self.start + 4 : self.start + total]
-            self.start += total
-            return frame
-        frame = bytearray(size)
-        have = self.end - self.start - 4
-        frame[:have] = self.view[self.start + 4 : self.end]
-        self.start = self.end = 0
-        view = memoryview(frame)
-        while have < size:
-            n = await self.sock.recv_into(view[have:])
-            if n == 0:
-                raise MalformedRequest(f"truncated frame: connection closed after {have} of {size} bytes")
-            have += n
+        while self.end - self.start < total:
+            try:
+                await self._receive(total)
+            except ConnectionClosed:
+                have = self.end - self.start - 4
+                raise MalformedRequest(f"truncated frame: connection closed after {have} of {size} bytes") from None
+        frame = self.view[self.start + 4 : self.start + total]
+        self.start += total
+        if total > self.peak:
+            self.peak = total
         return frame
+
+    async def _receive(self, need: int) -> None:
+        """Receive more of the ``need`` bytes starting at ``start``, first making room for them: move them to
+        the front if they fit the buffer, else grow it once it is full (so memory follows received bytes)."""
+        if self.start + need > len(self.buf):
+            if need <= len(self.buf):
+                self._resize(len(self.buf))
+            elif self.end == len(self.buf):
+                await self._grow(need)
+        stop = min(len(self.buf), max(self.start + need, self.end + _READ_AHEAD))
+        n = await self.sock.recv_into(self.view[self.end : stop])
+        if n == 0:
+            raise ConnectionClosed()
+        self.end += n
+        self.received += n
+
+    async def _grow(self, need: int) -> None:
+        """Double the full buffer (up to ``need`` and a quarter), taking the memory from the broker-wide budget:
+        while it is spent this connection stops reading (backpressure), as Kafka mutes a channel."""
+        size = len(self.buf)
+        new_size = min(2 * size, need + need // 4)
+        self.busy = True
+        try:
+            await self.memory.acquire(self, new_size - size)
+        finally:
+            self.busy = False
+        self._resize(new_size)
+
+    async def _size_buffer_between_frames(self) -> None:
+        """Between frames, a grown buffer goes back to what recent frames needed every _RESIZE_AFTER_S, at
+        once to the base size when other connections wait for memory (Kafka frees a request's buffer once
+        it is handled), and to the base size after _RESIZE_AFTER_S without a request."""
+        pending = self.end - self.start
+        now = trio.current_time()
+        if self.memory.waiting or now >= self.resize_at:
+            needed = max(_BASE_BUFFER, pending, 0 if self.memory.waiting else self.peak)
+            if needed <= len(self.buf) // 2 or (self.memory.waiting and needed < len(self.buf)):
+                self._resize(needed)
+            self.peak = 0
+            self.resize_at = now + _RESIZE_AFTER_S
+        if pending or len(self.buf) == _BASE_BUFFER:
+            return
+        with trio.move_on_after(_RESIZE_AFTER_S) as scope, self.memory.idle_holder(scope):
+            await self._receive(4)
+        if scope.cancelled_caught:
+            self._resize(_BASE_BUFFER)
+
+    def _resize(self, size: int) -> None:
+        """Move the pending bytes to the front of a buffer of ``size`` (the same one if it is that size),
+        returning memory above the base size to the budget or taking it from there."""
+        pending = self.end - self.start
+        if size == len(self.buf):
+            self.buf[:pending] = bytes(self.view[self.start : self.end])  # regions may overlap
+        else:
+            # A grown buffer is an anonymous mapping: pages cost memory only once bytes are received into
+            # them, and go back to the system as soon as the buffer is dropped.
+            buf = bytearray(size) if size <= _BASE_BUFFER else mmap.mmap(-1, size)
+            buf[:pending] = self.view[self.start : self.end]
+            if size < len(self.buf):
+                self.memory.release(self, len(self.buf) - size)
+            self.buf, self.view = buf, memoryview(buf)
+        self.start, self.end = 0, pending
 
     async def send_all(self, data: bytes | memoryview) -> None:
         view = memoryview(data)
@@ -141,17 +201,32 @@ class Connection:
         if buffered:
             await self.send_all(b"".join(buffered))
 
+    def expire(self) -> None:
+        """Close an idle connection (connections.max.idle.ms): shut the socket down, so the pending receive
+        ends and run() closes it; Kafka's Selector closes expired channels quietly, so only a debug line."""
+        if self.expired:
+            return
+        self.expired = True
+        log.debug("closing idle connection from %s (connections.max.idle.ms)", self.peer)
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
     async def run(self) -> None:
         try:
             while True:
                 frame = await self.read_frame()
+                self.busy = True
                 response = await dispatch(self, frame)
                 if response is not None:
                     await self.send_chunks(response)
+                self.busy = False
         except ConnectionClosed:
             pass
         except MalformedRequest as exc:
-            log.warning("closing connection from %s: %s", self.peer, exc)
+            if not self.expired:
+                log.warning("closing connection from %s: %s", self.peer, exc)
         except OSError as exc:
             if exc.errno not in (errno.ECONNRESET, errno.EPIPE, errno.EBADF):
                 log.warning("closing connection from %s: %s", self.peer, exc)
@@ -161,3 +236,5 @@ class Connection:
             log.exception("closing connection from %s after an internal error", self.peer)
         finally:
             self.sock.close()
+            if len(self.buf) > _BASE_BUFFER:
+                self.memory.release(self, len(self.buf) - _BASE_BUFFER)
