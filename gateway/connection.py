@@ -56,8 +56,8 @@ class Connection:
         self.end = 0
         self.peak = 0  # the largest frame since the buffer was last sized
         self.resize_at = 0.0  # trio time at which a grown buffer is sized down to ``peak``
-        self.received = 0  # bytes received so far (the idle sweep's sign of life)
-        self.busy = False  # a request is in progress (waiting for memory, being handled or answered)
+        self.io_bytes = 0  # bytes received and sent so far (the idle sweep's sign of life)
+        self.busy = False  # the server is working for this connection (waiting for memory or handling a request)
         self.expired = False
         self.client_software: tuple[str, str] | None = None
 
@@ -109,7 +109,7 @@ class Connection:
         if n == 0:
             raise ConnectionClosed()
         self.end += n
-        self.received += n
+        self.io_bytes += n
 
     async def _grow(self, need: int) -> None:
         """Double the full buffer (up to ``need`` and a quarter), taking the memory from the broker-wide budget:
@@ -162,6 +162,7 @@ class Connection:
         view = memoryview(data)
         while view:
             n = await self.sock.send(view)
+            self.io_bytes += n
             view = view[n:]
 
     async def send_file(self, piece: FileSlice) -> None:
@@ -181,6 +182,7 @@ class Connection:
                 raise ConnectionClosed("segment file shorter than the slice being sent")
             offset += sent
             remaining -= sent
+            self.io_bytes += sent
         await trio.lowlevel.checkpoint()
 
     async def send_chunks(self, chunks: list[Chunk]) -> None:
@@ -219,9 +221,9 @@ class Connection:
                 frame = await self.read_frame()
                 self.busy = True
                 response = await dispatch(self, frame)
+                self.busy = False
                 if response is not None:
                     await self.send_chunks(response)
-                self.busy = False
         except ConnectionClosed:
             pass
         except MalformedRequest as exc:

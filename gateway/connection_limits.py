@@ -61,19 +61,20 @@ class ConnectionQuotas:
 
 
 class Idleable(Protocol):
-    received: int  # bytes received so far
-    busy: bool  # a request is being read into memory it waits for, handled or answered
+    io_bytes: int  # bytes received and sent so far
+    busy: bool  # the server is working for it (waiting for memory, handling a request)
 
     def expire(self) -> None: ...
 
 
 async def expire_idle_connections(connections: Iterable[Idleable], max_idle_ms: int) -> None:
     """Kafka's connections.max.idle.ms (default 10 minutes; negative disables it): close a connection that
-    has received no bytes, and had no request in progress, for that long.
+    has moved no bytes either way (a client that stops reading its responses included) while the server was
+    not working for it, for that long.
 
     Kafka's Selector measures idleness from a channel's last network activity and closes expired channels
-    as it polls; here a sweep every max_idle_ms/10 (between 10 ms and 1 s) notices connections whose
-    received-byte count has not moved, so a close comes within one sweep of the deadline.
+    as it polls; here a sweep every max_idle_ms/10 (between 10 ms and 1 s) notices connections whose byte
+    count has not moved, so a close comes within one sweep of the deadline.
     """
     if max_idle_ms < 0:
         await trio.sleep_forever()
@@ -85,10 +86,10 @@ async def expire_idle_connections(connections: Iterable[Idleable], max_idle_ms: 
         now = trio.current_time()
         current = {}
         for conn in connections:
-            received, since = seen.get(conn, (-1, now))
-            if conn.busy or conn.received != received:
-                received, since = conn.received, now
+            io_bytes, since = seen.get(conn, (-1, now))
+            if conn.busy or conn.io_bytes != io_bytes:
+                io_bytes, since = conn.io_bytes, now
             elif now - since >= max_idle:
                 conn.expire()
-            current[conn] = (received, since)
+            current[conn] = (io_bytes, since)
         seen = current
