@@ -20,20 +20,21 @@ import trio
 
 from logway.gateway.broker import Broker
 from logway.gateway.dispatch import dispatch
-from logway.gateway.request_memory import RequestMemory
+from logway.gateway.request_memory import RESIZE_AFTER_S, RequestMemory
 from logway.wire.fetch import Chunk, FileSlice
 from logway.wire.protocol import MalformedRequest
 
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
-# Every connection keeps a buffer of this size; it grows (doubling, as bytes arrive) to what the traffic
-# needs, and goes back to this size when idle or when other connections wait for memory.
+# Every connection keeps a buffer of this size. It grows (doubling, as bytes arrive) to the frames the
+# traffic brings, and, while the budget has room, up to _PIPELINE_BUFFER when a receive fills it with
+# pipelined requests (several requests per receive); it is sized down to recent use every
+# RESIZE_AFTER_S, at once when other connections wait for memory, and freed when idle.
 _BASE_BUFFER = 8 * 1024
-# A grown buffer is sized down to the largest recent frame after this long, and an idle one freed.
-_RESIZE_AFTER_S = 2.0
-# A receive asks for the rest of the current frame and up to this much more (pipelined requests), so
-# moving a partial next frame to the front of the buffer never copies more than this.
+_PIPELINE_BUFFER = 256 * 1024
+# A receive for a frame at least this large stops this far past its end, so moving a partial next frame
+# to the front of the buffer never copies more; smaller frames are received as far as the buffer goes.
 _READ_AHEAD = 64 * 1024
 # Responses smaller than this are coalesced into one send.
 _COALESCE = 64 * 1024
@@ -44,18 +45,20 @@ class ConnectionClosed(Exception):
 
 
 class Connection:
-    def __init__(self, broker: Broker, sock: trio.socket.SocketType, peer: str, memory: RequestMemory) -> None:
+    """One client connection over a non-blocking socket; its reads and writes wait through trio."""
+
+    def __init__(self, broker: Broker, sock: socket.socket, peer: str, memory: RequestMemory) -> None:
         self.broker = broker
         self.sock = sock
         self.peer = peer
         self.memory = memory
         # Receive buffer: bytes [start, end) are received and not yet handed out as a frame.
-        self.buf = bytearray(_BASE_BUFFER)
+        self.buf: bytearray | mmap.mmap = bytearray(_BASE_BUFFER)
         self.view = memoryview(self.buf)
         self.start = 0
         self.end = 0
-        self.peak = 0  # the largest frame since the buffer was last sized
-        self.resize_at = 0.0  # trio time at which a grown buffer is sized down to ``peak``
+        self.peak = 0  # the most bytes the buffer has held since it was last sized
+        self.resize_at = 0.0  # trio time after which a grown buffer is sized down to ``peak``
         self.io_bytes = 0  # bytes received and sent so far (the idle sweep's sign of life)
         self.busy = False  # the server is working for this connection (waiting for memory or handling a request)
         self.expired = False
@@ -70,8 +73,10 @@ class Connection:
         """
         if self.start == self.end:
             self.start = self.end = 0
-        if len(self.buf) > _BASE_BUFFER:
-            await self._size_buffer_between_frames()
+        if self.memory.waiting and len(self.buf) > max(_BASE_BUFFER, self.end - self.start):
+            # Others wait for memory: give back what this connection does not hold a request in (Kafka
+            # frees a request's buffer once it is handled).
+            self._resize(max(_BASE_BUFFER, self.end - self.start))
         while self.end - self.start < 4:
             try:
                 await self._receive(4)
@@ -92,8 +97,6 @@ class Connection:
                 raise MalformedRequest(f"truncated frame: connection closed after {have} of {size} bytes") from None
         frame = self.view[self.start + 4 : self.start + total]
         self.start += total
-        if total > self.peak:
-            self.peak = total
         return frame
 
     async def _receive(self, need: int) -> None:
@@ -104,12 +107,44 @@ class Connection:
                 self._resize(len(self.buf))
             elif self.end == len(self.buf):
                 await self._grow(need)
-        stop = min(len(self.buf), max(self.start + need, self.end + _READ_AHEAD))
-        n = await self.sock.recv_into(self.view[self.end : stop])
+        while True:
+            size = len(self.buf)  # the buffer may be given back while waiting with nothing in it
+            stop = size if need < _READ_AHEAD else min(size, max(self.start + need, self.end + _READ_AHEAD))
+            try:
+                n = self.sock.recv_into(self.view[self.end : stop])
+                break
+            except BlockingIOError:
+                await self._wait_readable()
+        await trio.lowlevel.checkpoint()
         if n == 0:
             raise ConnectionClosed()
         self.end += n
         self.io_bytes += n
+        if self.end == size:
+            self.peak = size
+            if size < _PIPELINE_BUFFER and self.end - self.start >= need:
+                self._grow_for_pipelining()
+        elif self.end > self.peak:
+            self.peak = self.end
+
+    async def _wait_readable(self) -> None:
+        """Wait for bytes. A grown buffer with nothing in it is first sized down to its recent use (every
+        RESIZE_AFTER_S) and offered to RequestMemory while waiting, which gives it back when the wait is
+        long or other connections need memory (no receive is in progress, so it can be swapped)."""
+        if self.start < self.end or len(self.buf) == _BASE_BUFFER:
+            await trio.lowlevel.wait_readable(self.sock)
+            return
+        now = trio.current_time()
+        if now >= self.resize_at:
+            if self.peak <= len(self.buf) // 2:
+                self._resize(max(_BASE_BUFFER, self.peak))
+            self.peak = 0
+            self.resize_at = now + RESIZE_AFTER_S
+        self.memory.hold_idle(self, now)
+        try:
+            await trio.lowlevel.wait_readable(self.sock)
+        finally:
+            self.memory.unhold_idle(self)
 
     async def _grow(self, need: int) -> None:
         """Double the full buffer (up to ``need`` and a quarter), taking the memory from the broker-wide budget:
@@ -123,28 +158,24 @@ class Connection:
             self.busy = False
         self._resize(new_size)
 
-    async def _size_buffer_between_frames(self) -> None:
-        """Between frames, a grown buffer goes back to what recent frames needed every _RESIZE_AFTER_S, at
-        once to the base size when other connections wait for memory (Kafka frees a request's buffer once
-        it is handled), and to the base size after _RESIZE_AFTER_S without a request."""
-        pending = self.end - self.start
-        now = trio.current_time()
-        if self.memory.waiting or now >= self.resize_at:
-            needed = max(_BASE_BUFFER, pending, 0 if self.memory.waiting else self.peak)
-            if needed <= len(self.buf) // 2 or (self.memory.waiting and needed < len(self.buf)):
-                self._resize(needed)
-            self.peak = 0
-            self.resize_at = now + _RESIZE_AFTER_S
-        if pending or len(self.buf) == _BASE_BUFFER:
-            return
-        with trio.move_on_after(_RESIZE_AFTER_S) as scope, self.memory.idle_holder(scope):
-            await self._receive(4)
-        if scope.cancelled_caught:
+    def _grow_for_pipelining(self) -> None:
+        """The buffer filled up with whole requests and more are likely queued: double it if the budget has
+        room now (never waiting: this memory only saves receives)."""
+        size = len(self.buf)
+        new_size = min(2 * size, _PIPELINE_BUFFER)
+        if self.memory.try_acquire(new_size - size):
+            self._resize(new_size)
+
+    def give_back_buffer(self) -> None:
+        """Called by RequestMemory while this connection waits for bytes with nothing in its buffer: back to
+        the base buffer."""
+        if len(self.buf) > _BASE_BUFFER and self.start == self.end:
             self._resize(_BASE_BUFFER)
+            self.peak = 0
 
     def _resize(self, size: int) -> None:
         """Move the pending bytes to the front of a buffer of ``size`` (the same one if it is that size),
-        returning memory above the base size to the budget or taking it from there."""
+        returning memory above the base size to the budget (growth took it from there first)."""
         pending = self.end - self.start
         if size == len(self.buf):
             self.buf[:pending] = bytes(self.view[self.start : self.end])  # regions may overlap
@@ -154,16 +185,21 @@ class Connection:
             buf = bytearray(size) if size <= _BASE_BUFFER else mmap.mmap(-1, size)
             buf[:pending] = self.view[self.start : self.end]
             if size < len(self.buf):
-                self.memory.release(self, len(self.buf) - size)
+                self.memory.release(len(self.buf) - size, self)
             self.buf, self.view = buf, memoryview(buf)
         self.start, self.end = 0, pending
 
     async def send_all(self, data: bytes | memoryview) -> None:
         view = memoryview(data)
         while view:
-            n = await self.sock.send(view)
+            try:
+                n = self.sock.send(view)
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(self.sock)
+                continue
             self.io_bytes += n
             view = view[n:]
+        await trio.lowlevel.checkpoint()
 
     async def send_file(self, piece: FileSlice) -> None:
         """os.sendfile from a segment file straight to the socket (the zero-copy path of the seeds)."""
@@ -232,11 +268,10 @@ class Connection:
         except OSError as exc:
             if exc.errno not in (errno.ECONNRESET, errno.EPIPE, errno.EBADF):
                 log.warning("closing connection from %s: %s", self.peer, exc)
-        except trio.BrokenResourceError:
-            pass
         except Exception:
             log.exception("closing connection from %s after an internal error", self.peer)
         finally:
+            trio.lowlevel.notify_closing(self.sock)
             self.sock.close()
             if len(self.buf) > _BASE_BUFFER:
-                self.memory.release(self, len(self.buf) - _BASE_BUFFER)
+                self.memory.release(len(self.buf) - _BASE_BUFFER, self)

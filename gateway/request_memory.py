@@ -14,8 +14,7 @@ budget covers growth beyond each connection's small base buffer (whose number ma
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from typing import Protocol
 
 import trio
 
@@ -24,6 +23,9 @@ from logway.gateway.config import ServerConfig
 # queued.max.request.bytes <= 0 is Kafka's "unbounded"; here it means this many maximal requests
 # (socket.request.max.bytes each: 400 MiB with the defaults), so memory is bounded out of the box.
 UNBOUNDED_REQUESTS = 4
+# A connection's grown buffer is sized down to its recent use this often, and given back after it has
+# waited this long for a request.
+RESIZE_AFTER_S = 2.0
 
 
 def budget_bytes(config: ServerConfig) -> int:
@@ -31,6 +33,10 @@ def budget_bytes(config: ServerConfig) -> int:
     if config.queued_max_request_bytes > 0:
         return config.queued_max_request_bytes
     return UNBOUNDED_REQUESTS * config.socket_request_max_bytes
+
+
+class BufferHolder(Protocol):
+    def give_back_buffer(self) -> None: ...
 
 
 class RequestMemory:
@@ -42,7 +48,7 @@ class RequestMemory:
         self.waiting = 0  # connections waiting for memory: holders of grown buffers give theirs back
         self._overdraft: object | None = None  # the one connection allowed over the limit, if any
         self._released = trio.lowlevel.ParkingLot()
-        self._idle_holders: set[trio.CancelScope] = set()
+        self._idle: dict[BufferHolder, float] = {}  # connections waiting for a request with a grown buffer
 
     async def acquire(self, owner: object, n: int) -> None:
         """Take ``n`` bytes for ``owner``'s buffer, waiting while the budget is spent (and the overdraft taken)."""
@@ -50,28 +56,45 @@ class RequestMemory:
             return
         self.waiting += 1
         try:
-            self._wake_idle_holders()
+            self._give_back_idle_buffers(0.0)
             while not self._grant(owner, n):
                 await self._released.park()
         finally:
             self.waiting -= 1
 
-    def release(self, owner: object, n: int) -> None:
+    def try_acquire(self, n: int) -> bool:
+        """Take ``n`` bytes if the budget has them now and nobody waits for memory (optional growth)."""
+        if self.waiting or self.used + n > self.limit:
+            return False
+        self.used += n
+        return True
+
+    def release(self, n: int, owner: object) -> None:
         """Give back ``n`` bytes of ``owner``'s buffer and wake the connections waiting for memory."""
         self.used -= n
         if self.used <= self.limit:
             self._overdraft = None  # whatever the overdrawing connection still holds is within the budget now
         self._released.unpark_all()
 
-    @contextmanager
-    def idle_holder(self, scope: trio.CancelScope) -> Iterator[None]:
-        """``with memory.idle_holder(scope):`` a connection waits for its next request with a grown buffer;
-        the scope is cancelled as soon as another connection needs memory, so the buffer is given back."""
-        self._idle_holders.add(scope)
-        try:
-            yield
-        finally:
-            self._idle_holders.discard(scope)
+    def hold_idle(self, holder: BufferHolder, since: float) -> None:
+        """``holder`` waits for its next request with a grown buffer and nothing in it."""
+        self._idle[holder] = since
+
+    def unhold_idle(self, holder: BufferHolder) -> None:
+        self._idle.pop(holder, None)
+
+    async def give_back_idle_buffers_forever(self) -> None:
+        """Every second, idle connections that have held a grown buffer for RESIZE_AFTER_S give it back."""
+        while True:
+            await trio.sleep(1.0)
+            self._give_back_idle_buffers(RESIZE_AFTER_S)
+
+    def _give_back_idle_buffers(self, idle_for: float) -> None:
+        now = trio.current_time()
+        for holder, since in list(self._idle.items()):
+            if now - since >= idle_for:
+                del self._idle[holder]
+                holder.give_back_buffer()
 
     def _grant(self, owner: object, n: int) -> bool:
         if self.used + n > self.limit:
@@ -80,8 +103,3 @@ class RequestMemory:
             self._overdraft = owner
         self.used += n
         return True
-
-    def _wake_idle_holders(self) -> None:
-        for scope in self._idle_holders:
-            scope.cancel()
-

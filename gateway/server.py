@@ -35,7 +35,7 @@ async def serve_connections(broker: Broker, listeners: list[trio.SocketListener]
     memory = RequestMemory(budget_bytes(config))
     connections: set[Connection] = set()
 
-    async def handle(sock: trio.socket.SocketType, ip: str) -> None:
+    async def handle(sock: stdlib_socket.socket, ip: str) -> None:
         try:
             sock.setsockopt(stdlib_socket.IPPROTO_TCP, stdlib_socket.TCP_NODELAY, 1)
             host, port = sock.getpeername()[:2]
@@ -59,20 +59,27 @@ async def serve_connections(broker: Broker, listeners: list[trio.SocketListener]
                 except (OSError, ValueError):
                     sock.close()
                     continue
-                if await quotas.admit(ip):
+                try:
+                    admitted = await quotas.admit(ip)
+                except BaseException:
+                    sock.close()
+                    raise
+                if admitted:
                     nursery.start_soon(handle, sock, ip)
                 else:
                     sock.close()
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(expire_idle_connections, connections, config.connections_max_idle_ms)
+        nursery.start_soon(memory.give_back_idle_buffers_forever)
         for listener in listeners:
             nursery.start_soon(accept_loop, listener, nursery)
         task_status.started()
 
 
-async def _accept(listener: trio.SocketListener) -> trio.socket.SocketType:
-    """The next accepted socket; out of file descriptors or memory, log and retry (as trio.serve_listeners)."""
+async def _accept(listener: trio.SocketListener) -> stdlib_socket.socket:
+    """The next accepted socket, non-blocking, for a Connection to drive through trio.lowlevel; out of file
+    descriptors or memory, log and retry (as trio.serve_listeners does)."""
     while True:
         try:
             stream = await listener.accept()
@@ -82,7 +89,9 @@ async def _accept(listener: trio.SocketListener) -> trio.socket.SocketType:
             log.error("accept returned %s (%s); retrying in 0.1 s", errno.errorcode[exc.errno], os.strerror(exc.errno))
             await trio.sleep(0.1)
         else:
-            return stream.socket
+            sock = stdlib_socket.socket(fileno=stream.socket.detach())
+            sock.setblocking(False)
+            return sock
 
 
 async def run_broker(broker: Broker, listeners: list[trio.SocketListener], task_status=trio.TASK_STATUS_IGNORED):
