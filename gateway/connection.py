@@ -254,12 +254,16 @@ class Connection:
     async def run(self) -> None:
         try:
             while True:
+                # No local keeps the frame or the response while waiting for the next request, so an idle
+                # connection's buffer (and a large response) can be freed.
                 frame = await self.read_frame()
                 self.busy = True
                 response = await dispatch(self, frame)
                 self.busy = False
+                del frame
                 if response is not None:
                     await self.send_chunks(response)
+                    del response
         except ConnectionClosed:
             pass
         except MalformedRequest as exc:

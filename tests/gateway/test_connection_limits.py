@@ -293,3 +293,23 @@ def test_connection_limit_config_is_validated_as_kafka_does():
     ]:
         with pytest.raises(ConfigError, match=message):
             ServerConfig.load(None, bad)
+
+
+def test_idle_connection_gives_its_grown_buffer_back(gateway_process):
+    """Producers that sent 2 MB requests and then idle go back to a small buffer within a few seconds."""
+    gw = start(gateway_process, **{"message.max.bytes": str(3 * MiB)})
+    base = rss_mb(gw.proc.pid)
+    producers = [KafkaProducer(bootstrap_servers=gw.bootstrap, max_request_size=3 * MiB) for _ in range(10)]
+    try:
+        for n, producer in enumerate(producers):
+            producer.send("big-then-idle", bytes([n]) * (2 * MiB)).get(timeout=30)
+        busy = rss_mb(gw.proc.pid)
+        deadline = time.monotonic() + 6
+        while rss_mb(gw.proc.pid) - base > 10 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        idle = rss_mb(gw.proc.pid)
+    finally:
+        for producer in producers:
+            producer.close()
+    assert busy - base > 12, "the producers' requests never held memory: the test measures nothing"
+    assert idle - base <= 10, f"RSS {base:.0f} MB before, {busy:.0f} MB busy, still {idle:.0f} MB after idling"
