@@ -2,9 +2,10 @@
 
 Like Kafka's SocketServer, a connection handles one request at a time (Kafka mutes the channel until the
 response is sent), so responses always go out in request order; clients may still pipeline requests:
-they wait in the socket buffer. A connection's memory follows the bytes it has received (its buffer grows
-as they arrive, within the broker-wide queued.max.request.bytes, and shrinks back when idle). Bad input (oversized, truncated or undecodable frames, unknown APIs) gets
-one log line and a closed connection; nothing a client sends can stop the server.
+they wait in the socket buffer. A connection's memory follows the bytes it has received: its buffer grows
+as they arrive, within the broker-wide queued.max.request.bytes, and shrinks back when idle. Bad input
+(oversized, truncated or undecodable frames, unknown APIs) gets one log line and a closed connection;
+nothing a client sends can stop the server.
 """
 
 from __future__ import annotations
@@ -185,7 +186,7 @@ class Connection:
             buf = bytearray(size) if size <= _BASE_BUFFER else mmap.mmap(-1, size)
             buf[:pending] = self.view[self.start : self.end]
             if size < len(self.buf):
-                self.memory.release(len(self.buf) - size, self)
+                self.memory.release(len(self.buf) - size)
             self.buf, self.view = buf, memoryview(buf)
         self.start, self.end = 0, pending
 
@@ -278,4 +279,4 @@ class Connection:
             trio.lowlevel.notify_closing(self.sock)
             self.sock.close()
             if len(self.buf) > _BASE_BUFFER:
-                self.memory.release(len(self.buf) - _BASE_BUFFER, self)
+                self.memory.release(len(self.buf) - _BASE_BUFFER)

@@ -8,7 +8,9 @@ memory is muted (the broker stops reading it: backpressure) until memory is rele
 Here a connection's buffer grows as bytes arrive (a client gets memory only for bytes it has sent), so
 memory is taken per growth step, not per declared frame. Growth steps are granted strictly within the
 budget, except that one connection at a time may overdraw it: that connection can always finish its
-frame, as with Kafka's non-strict pool, and the total stays under the budget plus one request. The
+frame, as with Kafka's non-strict pool, and the total stays under the budget plus one connection's
+buffer (at most 1.25 x socket.request.max.bytes). Connections that wait for memory make the others give
+back what they do not hold a request in, as Kafka frees a request's buffer once it is handled. The
 budget covers growth beyond each connection's small base buffer (whose number max.connections bounds).
 """
 
@@ -69,8 +71,8 @@ class RequestMemory:
         self.used += n
         return True
 
-    def release(self, n: int, owner: object) -> None:
-        """Give back ``n`` bytes of ``owner``'s buffer and wake the connections waiting for memory."""
+    def release(self, n: int) -> None:
+        """Give back ``n`` bytes of a connection's buffer and wake the connections waiting for memory."""
         self.used -= n
         if self.used <= self.limit:
             self._overdraft = None  # whatever the overdrawing connection still holds is within the budget now
