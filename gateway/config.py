@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -39,6 +41,9 @@ BROKER_DEFAULTS: dict[str, str] = {
     "log.retention.check.interval.ms": "300000",
     "log.flush.scheduler.interval.ms": "9223372036854775807",
     "connections.max.idle.ms": "600000",
+    "max.connections": "2147483647",
+    "max.connections.per.ip": "2147483647",
+    "max.connections.per.ip.overrides": "",
     "cluster.id": "",
     # Logway's bound on one CreateTopics/CreatePartitions request (see gateway/apis/create_topics.py): Kafka's
     # controller refuses a user operation of more than 10000 metadata records (QuorumController
@@ -135,6 +140,36 @@ def _protocol_map(value: str) -> dict[str, str]:
     return out
 
 
+def parse_connection_overrides(value: str) -> dict[str, int]:
+    """max.connections.per.ip.overrides, `host:count,host:count` (Kafka splits each at its last colon, so
+    IPv6 addresses work), as {IP address: count}; host names are resolved at start-up, as Kafka does."""
+    out: dict[str, int] = {}
+    for item in filter(None, (v.strip() for v in value.split(","))):
+        host, sep, count = item.rpartition(":")
+        host = host.strip().strip("[]")
+        try:
+            limit = int(count)
+        except ValueError:
+            limit = -1
+        if not sep or not host or limit < 0:
+            raise ConfigError(f"max.connections.per.ip.overrides: {item!r} is not host:count")
+        try:
+            addresses = {info[4][0] for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+        except OSError:
+            raise ConfigError(f"max.connections.per.ip.overrides contains invalid addresses : {host}") from None
+        for address in addresses:
+            out[canonical_ip(address)] = limit
+    return out
+
+
+def canonical_ip(address: str) -> str:
+    """One spelling per address: IPv4-mapped IPv6 (a dual-stack listener's view of an IPv4 peer) as IPv4."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return str(ip)
+
+
 def _bool(props: dict[str, str], key: str) -> bool:
     value = props[key].strip().lower()
     if value not in ("true", "false"):
@@ -208,12 +243,29 @@ class ServerConfig:
             raise ConfigError(f"num.partitions={p['num.partitions']!r}: must be at least 1")
         if self.max_partitions_per_request < 1:
             raise ConfigError(f"max.partitions.per.request={p['max.partitions.per.request']!r}: must be at least 1")
+        self._read_connection_limits(p)
         self.log_config = _topic_defaults(p)
         try:
             self.cleaner_config = CleanerConfig.from_broker_properties(p)
         except InvalidConfig as exc:
             raise ConfigError(str(exc)) from None
         self.warnings = check_keys(given, known_keys(BROKER_DEFAULTS, BROKER_TO_TOPIC, CLEANER_KEYS, _READ_ELSEWHERE))
+
+    def _read_connection_limits(self, p: dict[str, str]) -> None:
+        """Socket-server limits, validated as Kafka's KafkaConfig does (names and messages are Kafka's)."""
+        self.connections_max_idle_ms = _int(p, "connections.max.idle.ms")
+        self.queued_max_request_bytes = _int(p, "queued.max.request.bytes")
+        self.max_connections = _int(p, "max.connections")
+        self.max_connections_per_ip = _int(p, "max.connections.per.ip")
+        for key in ("max.connections", "max.connections.per.ip"):
+            if _int(p, key) < 0:
+                raise ConfigError(f"Invalid value {p[key]} for configuration {key}: Value must be at least 0")
+        self.max_connections_per_ip_overrides = parse_connection_overrides(p["max.connections.per.ip.overrides"])
+        if self.max_connections_per_ip == 0 and not self.max_connections_per_ip_overrides:
+            raise ConfigError("max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides "
+                              "property is set.")
+        if 0 < self.queued_max_request_bytes < self.socket_request_max_bytes:
+            raise ConfigError("queued.max.request.bytes must be larger or equal to socket.request.max.bytes")
 
     @property
     def advertised(self) -> Listener:

@@ -2,28 +2,41 @@
 
 Like Kafka's SocketServer, a connection handles one request at a time (Kafka mutes the channel until the
 response is sent), so responses always go out in request order; clients may still pipeline requests:
-they wait in the socket buffer. Bad input (oversized, truncated or undecodable frames, unknown APIs) gets
-one log line and a closed connection; nothing a client sends can stop the server.
+they wait in the socket buffer. A connection's memory follows the bytes it has received: its buffer grows
+as they arrive, within the broker-wide queued.max.request.bytes, and shrinks back when idle. Bad input
+(oversized, truncated or undecodable frames, unknown APIs) gets one log line and a closed connection;
+nothing a client sends can stop the server.
 """
 
 from __future__ import annotations
 
 import errno
 import logging
+import mmap
 import os
+import socket
 import struct
 
 import trio
 
 from logway.gateway.broker import Broker
 from logway.gateway.dispatch import dispatch
+from logway.gateway.request_memory import RESIZE_AFTER_S, RequestMemory
 from logway.wire.fetch import Chunk, FileSlice
 from logway.wire.protocol import MalformedRequest
 
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
-_BUFFER_SIZE = 256 * 1024
+# Every connection keeps a buffer of this size. It grows (doubling, as bytes arrive) to the frames the
+# traffic brings, and, while the budget has room, up to _PIPELINE_BUFFER when a receive fills it with
+# pipelined requests (several requests per receive); it is sized down to recent use every
+# RESIZE_AFTER_S, at once when other connections wait for memory, and freed when idle.
+_BASE_BUFFER = 8 * 1024
+_PIPELINE_BUFFER = 256 * 1024
+# A receive for a frame at least this large stops this far past its end, so moving a partial next frame
+# to the front of the buffer never copies more; smaller frames are received as far as the buffer goes.
+_READ_AHEAD = 64 * 1024
 # Responses smaller than this are coalesced into one send.
 _COALESCE = 64 * 1024
 
@@ -33,40 +46,41 @@ class ConnectionClosed(Exception):
 
 
 class Connection:
-    def __init__(self, broker: Broker, sock: trio.socket.SocketType, peer: str) -> None:
+    """One client connection over a non-blocking socket; its reads and writes wait through trio."""
+
+    def __init__(self, broker: Broker, sock: socket.socket, peer: str, memory: RequestMemory) -> None:
         self.broker = broker
         self.sock = sock
         self.peer = peer
+        self.memory = memory
         # Receive buffer: bytes [start, end) are received and not yet handed out as a frame.
-        self.buf = bytearray(_BUFFER_SIZE)
+        self.buf: bytearray | mmap.mmap = bytearray(_BASE_BUFFER)
         self.view = memoryview(self.buf)
         self.start = 0
         self.end = 0
+        self.peak = 0  # the most bytes the buffer has held since it was last sized
+        self.resize_at = 0.0  # trio time after which a grown buffer is sized down to ``peak``
+        self.io_bytes = 0  # bytes received and sent so far (the idle sweep's sign of life)
+        self.busy = False  # the server is working for this connection (waiting for memory or handling a request)
+        self.expired = False
         self.client_software: tuple[str, str] | None = None
 
-    async def _fill(self, need: int) -> None:
-        """Receive more bytes, first making room for ``need`` bytes from ``start`` if the buffer's tail is short."""
+    async def read_frame(self) -> memoryview:
+        """The next request frame without its size prefix, as a writable view the handlers may patch.
+
+        The view points into the receive buffer and is valid until the next read_frame (requests are
+        handled one at a time); the request bytes are copied once, from the kernel, unless the buffer had
+        to grow under the frame. Memory follows the bytes received, never a declared size.
+        """
         if self.start == self.end:
             self.start = self.end = 0
-        elif len(self.buf) - self.start < need:
-            pending = self.end - self.start
-            self.buf[:pending] = bytes(self.view[self.start : self.end])  # regions may overlap
-            self.start, self.end = 0, pending
-        n = await self.sock.recv_into(self.view[self.end :])
-        if n == 0:
-            raise ConnectionClosed()
-        self.end += n
-
-    async def read_frame(self) -> memoryview | bytearray:
-        """The next request frame without its size prefix, as a writable buffer the handlers may patch.
-
-        A frame that fits the receive buffer is a view into it (valid until the next read_frame: requests
-        are handled one at a time); a larger one is received straight into a buffer of its own. Either way
-        the request bytes are copied once, from the kernel.
-        """
+        if self.memory.waiting and len(self.buf) > max(_BASE_BUFFER, self.end - self.start):
+            # Others wait for memory: give back what this connection does not hold a request in (Kafka
+            # frees a request's buffer once it is handled).
+            self._resize(max(_BASE_BUFFER, self.end - self.start))
         while self.end - self.start < 4:
             try:
-                await self._fill(4)
+                await self._receive(4)
             except ConnectionClosed:
                 if self.end > self.start:
                     raise MalformedRequest(f"truncated frame: {self.end - self.start} bytes of a size prefix") from None
@@ -76,33 +90,117 @@ class Connection:
         if size < 0 or size > limit:
             raise MalformedRequest(f"frame of {size} bytes is larger than socket.request.max.bytes={limit} or negative")
         total = 4 + size
-        if total <= len(self.buf):
-            while self.end - self.start < total:
-                try:
-                    await self._fill(total)
-                except ConnectionClosed:
-                    have = self.end - self.start - 4
-                    raise MalformedRequest(f"truncated frame: connection closed after {have} of {size} bytes") from None
-            frame = self.view[self.start + 4 : self.start + total]
-            self.start += total
-            return frame
-        frame = bytearray(size)
-        have = self.end - self.start - 4
-        frame[:have] = self.view[self.start + 4 : self.end]
-        self.start = self.end = 0
-        view = memoryview(frame)
-        while have < size:
-            n = await self.sock.recv_into(view[have:])
-            if n == 0:
-                raise MalformedRequest(f"truncated frame: connection closed after {have} of {size} bytes")
-            have += n
+        while self.end - self.start < total:
+            try:
+                await self._receive(total)
+            except ConnectionClosed:
+                have = self.end - self.start - 4
+                raise MalformedRequest(f"truncated frame: connection closed after {have} of {size} bytes") from None
+        frame = self.view[self.start + 4 : self.start + total]
+        self.start += total
         return frame
+
+    async def _receive(self, need: int) -> None:
+        """Receive more of the ``need`` bytes starting at ``start``, first making room for them: move them to
+        the front if they fit the buffer, else grow it once it is full (so memory follows received bytes)."""
+        if self.start + need > len(self.buf):
+            if need <= len(self.buf):
+                self._resize(len(self.buf))
+            elif self.end == len(self.buf):
+                await self._grow(need)
+        while True:
+            size = len(self.buf)  # the buffer may be given back while waiting with nothing in it
+            stop = size if need < _READ_AHEAD else min(size, max(self.start + need, self.end + _READ_AHEAD))
+            try:
+                n = self.sock.recv_into(self.view[self.end : stop])
+                break
+            except BlockingIOError:
+                await self._wait_readable()
+        await trio.lowlevel.checkpoint()
+        if n == 0:
+            raise ConnectionClosed()
+        self.end += n
+        self.io_bytes += n
+        if self.end == size:
+            self.peak = size
+            if size < _PIPELINE_BUFFER and self.end - self.start >= need:
+                self._grow_for_pipelining()
+        elif self.end > self.peak:
+            self.peak = self.end
+
+    async def _wait_readable(self) -> None:
+        """Wait for bytes. A grown buffer with nothing in it is first sized down to its recent use (every
+        RESIZE_AFTER_S) and offered to RequestMemory while waiting, which gives it back when the wait is
+        long or other connections need memory (no receive is in progress, so it can be swapped)."""
+        if self.start < self.end or len(self.buf) == _BASE_BUFFER:
+            await trio.lowlevel.wait_readable(self.sock)
+            return
+        now = trio.current_time()
+        if now >= self.resize_at:
+            if self.peak <= len(self.buf) // 2:
+                self._resize(max(_BASE_BUFFER, self.peak))
+            self.peak = 0
+            self.resize_at = now + RESIZE_AFTER_S
+        self.memory.hold_idle(self, now)
+        try:
+            await trio.lowlevel.wait_readable(self.sock)
+        finally:
+            self.memory.unhold_idle(self)
+
+    async def _grow(self, need: int) -> None:
+        """Double the full buffer (up to ``need`` and a quarter), taking the memory from the broker-wide budget:
+        while it is spent this connection stops reading (backpressure), as Kafka mutes a channel."""
+        size = len(self.buf)
+        new_size = min(2 * size, need + need // 4)
+        self.busy = True
+        try:
+            await self.memory.acquire(self, new_size - size)
+        finally:
+            self.busy = False
+        self._resize(new_size)
+
+    def _grow_for_pipelining(self) -> None:
+        """The buffer filled up with whole requests and more are likely queued: double it if the budget has
+        room now (never waiting: this memory only saves receives)."""
+        size = len(self.buf)
+        new_size = min(2 * size, _PIPELINE_BUFFER)
+        if self.memory.try_acquire(new_size - size):
+            self._resize(new_size)
+
+    def give_back_buffer(self) -> None:
+        """Called by RequestMemory while this connection waits for bytes with nothing in its buffer: back to
+        the base buffer."""
+        if len(self.buf) > _BASE_BUFFER and self.start == self.end:
+            self._resize(_BASE_BUFFER)
+            self.peak = 0
+
+    def _resize(self, size: int) -> None:
+        """Move the pending bytes to the front of a buffer of ``size`` (the same one if it is that size),
+        returning memory above the base size to the budget (growth took it from there first)."""
+        pending = self.end - self.start
+        if size == len(self.buf):
+            self.buf[:pending] = bytes(self.view[self.start : self.end])  # regions may overlap
+        else:
+            # A grown buffer is an anonymous mapping: pages cost memory only once bytes are received into
+            # them, and go back to the system as soon as the buffer is dropped.
+            buf = bytearray(size) if size <= _BASE_BUFFER else mmap.mmap(-1, size)
+            buf[:pending] = self.view[self.start : self.end]
+            if size < len(self.buf):
+                self.memory.release(len(self.buf) - size)
+            self.buf, self.view = buf, memoryview(buf)
+        self.start, self.end = 0, pending
 
     async def send_all(self, data: bytes | memoryview) -> None:
         view = memoryview(data)
         while view:
-            n = await self.sock.send(view)
+            try:
+                n = self.sock.send(view)
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(self.sock)
+                continue
+            self.io_bytes += n
             view = view[n:]
+        await trio.lowlevel.checkpoint()
 
     async def send_file(self, piece: FileSlice) -> None:
         """os.sendfile from a segment file straight to the socket (the zero-copy path of the seeds)."""
@@ -121,6 +219,7 @@ class Connection:
                 raise ConnectionClosed("segment file shorter than the slice being sent")
             offset += sent
             remaining -= sent
+            self.io_bytes += sent
         await trio.lowlevel.checkpoint()
 
     async def send_chunks(self, chunks: list[Chunk]) -> None:
@@ -141,23 +240,43 @@ class Connection:
         if buffered:
             await self.send_all(b"".join(buffered))
 
+    def expire(self) -> None:
+        """Close an idle connection (connections.max.idle.ms): shut the socket down, so the pending receive
+        ends and run() closes it; Kafka's Selector closes expired channels quietly, so only a debug line."""
+        if self.expired:
+            return
+        self.expired = True
+        log.debug("closing idle connection from %s (connections.max.idle.ms)", self.peer)
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
     async def run(self) -> None:
         try:
             while True:
+                # No local keeps the frame or the response while waiting for the next request, so an idle
+                # connection's buffer (and a large response) can be freed.
                 frame = await self.read_frame()
+                self.busy = True
                 response = await dispatch(self, frame)
+                self.busy = False
+                del frame
                 if response is not None:
                     await self.send_chunks(response)
+                    del response
         except ConnectionClosed:
             pass
         except MalformedRequest as exc:
-            log.warning("closing connection from %s: %s", self.peer, exc)
+            if not self.expired:
+                log.warning("closing connection from %s: %s", self.peer, exc)
         except OSError as exc:
             if exc.errno not in (errno.ECONNRESET, errno.EPIPE, errno.EBADF):
                 log.warning("closing connection from %s: %s", self.peer, exc)
-        except trio.BrokenResourceError:
-            pass
         except Exception:
             log.exception("closing connection from %s after an internal error", self.peer)
         finally:
+            trio.lowlevel.notify_closing(self.sock)
             self.sock.close()
+            if len(self.buf) > _BASE_BUFFER:
+                self.memory.release(len(self.buf) - _BASE_BUFFER)

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import signal
 import socket as stdlib_socket
 
 import trio
 
 from logway.gateway.broker import Broker
-from logway.gateway.config import ServerConfig
+from logway.gateway.config import ServerConfig, canonical_ip
 from logway.gateway.connection import Connection
+from logway.gateway.connection_limits import ConnectionQuotas, expire_idle_connections
+from logway.gateway.request_memory import RequestMemory, budget_bytes
 from logway.wire.errors import KafkaError
 
 log = logging.getLogger(__name__)
+
+_ACCEPT_CAPACITY_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
 
 
 class StartupError(Exception):
@@ -33,17 +39,69 @@ async def open_listeners(config: ServerConfig) -> list[trio.SocketListener]:
 
 
 async def serve_connections(broker: Broker, listeners: list[trio.SocketListener], task_status=trio.TASK_STATUS_IGNORED):
-    async def handle(stream: trio.SocketStream) -> None:
-        sock = stream.socket
-        sock.setsockopt(stdlib_socket.IPPROTO_TCP, stdlib_socket.TCP_NODELAY, 1)
+    """Accept on every listener within the connection limits; one task per connection; idle ones expire."""
+    config = broker.config
+    quotas = ConnectionQuotas.from_config(config)
+    memory = RequestMemory(budget_bytes(config))
+    connections: set[Connection] = set()
+
+    async def handle(sock: stdlib_socket.socket, ip: str) -> None:
         try:
+            sock.setsockopt(stdlib_socket.IPPROTO_TCP, stdlib_socket.TCP_NODELAY, 1)
             host, port = sock.getpeername()[:2]
             peer = f"{host}:{port}"
         except OSError:
             peer = "?"
-        await Connection(broker, sock, peer).run()
+        conn = Connection(broker, sock, peer, memory)
+        connections.add(conn)
+        try:
+            await conn.run()
+        finally:
+            connections.discard(conn)
+            quotas.release(ip)
 
-    await trio.serve_listeners(handle, listeners, task_status=task_status)
+    async def accept_loop(listener: trio.SocketListener, nursery: trio.Nursery) -> None:
+        async with listener:
+            while True:
+                sock = await _accept(listener)
+                try:
+                    ip = canonical_ip(sock.getpeername()[0])
+                except (OSError, ValueError):
+                    sock.close()
+                    continue
+                try:
+                    admitted = await quotas.admit(ip)
+                except BaseException:
+                    sock.close()
+                    raise
+                if admitted:
+                    nursery.start_soon(handle, sock, ip)
+                else:
+                    sock.close()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(expire_idle_connections, connections, config.connections_max_idle_ms)
+        nursery.start_soon(memory.give_back_idle_buffers_forever)
+        for listener in listeners:
+            nursery.start_soon(accept_loop, listener, nursery)
+        task_status.started()
+
+
+async def _accept(listener: trio.SocketListener) -> stdlib_socket.socket:
+    """The next accepted socket, non-blocking, for a Connection to drive through trio.lowlevel; out of file
+    descriptors or memory, log and retry (as trio.serve_listeners does)."""
+    while True:
+        try:
+            stream = await listener.accept()
+        except OSError as exc:
+            if exc.errno not in _ACCEPT_CAPACITY_ERRNOS:
+                raise
+            log.error("accept returned %s (%s); retrying in 0.1 s", errno.errorcode[exc.errno], os.strerror(exc.errno))
+            await trio.sleep(0.1)
+        else:
+            sock = stdlib_socket.socket(fileno=stream.socket.detach())
+            sock.setblocking(False)
+            return sock
 
 
 async def run_broker(broker: Broker, listeners: list[trio.SocketListener], task_status=trio.TASK_STATUS_IGNORED):
