@@ -21,16 +21,13 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.index import api_key_map
 from kio.serial import entity_reader, entity_writer
 
-from logway.wire.errors import ErrorCode, KafkaError
+from logway.wire.errors import ErrorCode, MalformedRequest
+from logway.wire.request_check import check_body
 
 API_VERSIONS_KEY = 18
 
 _HEADER = struct.Struct(">hhih")
 _I32 = struct.Struct(">i")
-
-
-class MalformedRequest(KafkaError):
-    """The request bytes cannot be decoded: the connection is closed, as Kafka does."""
 
 
 @dataclass(slots=True)
@@ -134,6 +131,7 @@ def body_offset(frame: bytes | bytearray | memoryview, header: RequestHeader, po
 def decode_body(api_key: int, version: int, frame: bytes | memoryview, pos: int) -> Any:
     """Decode a request body with kio. ``frame`` must be read-only (bytes)."""
     cls = request_type(api_key, version)
+    check_body(cls, frame, pos)  # every declared length fits, before kio's reader allocates for it
     try:
         body, size = _reader(cls)(frame, pos)
     except Exception as exc:  # kio raises a variety of errors on bad bytes
