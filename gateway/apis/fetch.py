@@ -14,6 +14,8 @@ KIP-74: max_bytes and partition_max_bytes are soft for the first batch of the fi
 
 from __future__ import annotations
 
+import uuid
+
 import trio
 
 from logway.storage.errors import UnknownTopicOrPartition
@@ -25,6 +27,7 @@ MIN_VERSION = 4
 MAX_VERSION = 17
 
 READ_COMMITTED = 1
+ZERO_UUID = uuid.UUID(int=0)
 
 
 def _collect(ctx, request, names: list[str | None]) -> tuple[list[FetchTopicResult], int, bool]:
@@ -70,7 +73,9 @@ def _collect(ctx, request, names: list[str | None]) -> tuple[list[FetchTopicResu
                 total += read.size
                 remaining -= read.size
                 min_one = False
-        topics.append(FetchTopicResult(name or "", info.topic_id if info else topic.topic_id, results))
+        # v4-v12 name topics (no topic_id field); an unknown one is answered with the zero uuid, as Kafka does.
+        topic_id = info.topic_id if info else getattr(topic, "topic_id", ZERO_UUID)
+        topics.append(FetchTopicResult(name or "", topic_id, results))
     return topics, total, error
 
 
