@@ -73,8 +73,9 @@ def _collect(ctx, request, names: list[str | None]) -> tuple[list[FetchTopicResu
                 total += read.size
                 remaining -= read.size
                 min_one = False
-        # v4-v12 name topics (no topic_id field); an unknown one is answered with the zero uuid, as Kafka does.
-        topic_id = info.topic_id if info else getattr(topic, "topic_id", ZERO_UUID)
+        # v4-v12 name topics (no topic_id field), and kio reads the zero uuid as None: an unknown topic is
+        # answered with the zero uuid, as Kafka does.
+        topic_id = info.topic_id if info else getattr(topic, "topic_id", None) or ZERO_UUID
         topics.append(FetchTopicResult(name or "", topic_id, results))
     return topics, total, error
 

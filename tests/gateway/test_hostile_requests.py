@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import uuid
 
 import pytest
 from kio.serial import entity_reader
@@ -98,3 +99,31 @@ def test_fetch_of_an_unknown_topic_answers_unknown_topic_or_partition(logway, ve
         assert [p.error_code for p in topic.partitions] == [ErrorCode.unknown_topic_or_partition]
         # The connection stays open: the next request on it is answered.
         assert exchange(s, 18, 2, {}).error_code == ErrorCode.none
+
+
+@pytest.mark.parametrize("version", [10, 11])
+@pytest.mark.parametrize("by", ["null name", "topic id"])
+def test_metadata_v10_v11_by_topic_id_answers_invalid_request(logway, version, by):
+    """Kafka: topic ids are not supported in Metadata v10-v11 and names cannot be null there: INVALID_REQUEST."""
+    topic = {"name": None, "topic_id": None} if by == "null name" else {"name": "t", "topic_id": uuid.uuid4()}
+    with socket.create_connection(("127.0.0.1", logway.port), timeout=10) as s:
+        answer = exchange(s, 3, version, {"topics": [topic], "allow_auto_topic_creation": False, "include_cluster_authorized_operations": False,
+                                          "include_topic_authorized_operations": False})
+        assert [(t.name, t.error_code) for t in answer.topics] == [
+            (topic["name"] or "", ErrorCode.invalid_request)]
+        assert exchange(s, 18, 2, {}).error_code == ErrorCode.none
+
+
+def test_offset_commit_with_null_topics_closes_the_connection_with_one_line(logway, caplog):
+    """OffsetCommit's topics array is not nullable: Kafka's reader refuses the request ("non-nullable field
+    topics was serialized as null") and the connection is closed; the gateway goes on."""
+    body = b"\x00\x01g" + struct.pack(">i", 1) + b"\x00\x01m" + struct.pack(">q", -1) + b"\xff\xff\xff\xff"
+    payload = struct.pack(">hhih", 8, 2, 7, 1) + b"x" + body
+    with socket.create_connection(("127.0.0.1", logway.port), timeout=10) as s:
+        s.sendall(struct.pack(">i", len(payload)) + payload)
+        assert closed_by_server(s)
+    with socket.create_connection(("127.0.0.1", logway.port), timeout=10) as s:
+        assert exchange(s, 18, 2, {}).error_code == ErrorCode.none
+    closing = [r for r in caplog.records if "closing connection" in r.getMessage()]
+    assert len(closing) == 1 and "topics: array length -1" in closing[0].getMessage()
+    assert closing[0].exc_info is None  # one line, no traceback
