@@ -39,7 +39,7 @@ class RequestHeader:
 
 
 def read_uvarint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
-    """Unsigned varint at ``pos``: (value, new position)."""
+    """Unsigned varint at ``pos``: (value, new position). At most 5 bytes, as Kafka's readUnsignedVarint."""
     result = 0
     shift = 0
     while True:
@@ -51,8 +51,8 @@ def read_uvarint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, in
         if not b & 0x80:
             return result, pos
         shift += 7
-        if shift > 63:
-            raise MalformedRequest("varint too long")
+        if shift >= 35:
+            raise MalformedRequest("varint longer than 5 bytes")
 
 
 def write_uvarint(value: int) -> bytes:

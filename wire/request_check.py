@@ -7,13 +7,15 @@ module walks the same schema kio reads (the kio dataclass of the API key and ver
 length and every tagged-field size against the bytes left, without allocating anything per declared
 length, and raises MalformedRequest on the first one that does not fit.
 
-It also rejects what Kafka's generated readers reject while reading lengths: a null (-1) for a field that
+It also refuses what Kafka's generated readers refuse while reading lengths: a null (-1) for a field that
 is not nullable in that version ("non-nullable field X was serialized as null"), a negative length other
 than -1, a varint longer than 5 bytes, and a tagged field whose content is not exactly its declared size.
 Values themselves (UTF-8, booleans, error codes) are left to kio, which raises ordinary exceptions on them.
 
-The walk is compiled once per (api_key, version) into nested closures ``(buf, pos, end) -> new pos``; runs
-of fixed-size fields collapse into one step, and an array of fixed-size elements is checked in O(1).
+It runs on every request but Produce, so each kio type is compiled once into one Python function of
+straight-line code (the way dataclasses and attrs generate ``__init__``): runs of fixed-size fields become
+one addition, an array of fixed-size items one multiplication, and nested entities are inlined as loops.
+``source(cls)`` shows the generated code.
 """
 
 from __future__ import annotations
@@ -27,12 +29,8 @@ from types import NoneType, UnionType
 
 from logway.wire.errors import MalformedRequest
 
-Step = Callable[[bytes, int, int], int]
-"""Check one field (or entity) at ``pos`` of ``buf`` (valid up to ``end``); return where it ends."""
-
-_I8 = struct.Struct(">b").unpack_from
-_I16 = struct.Struct(">h").unpack_from
-_I32 = struct.Struct(">i").unpack_from
+Check = Callable[[bytes, int, int], int]
+"""Check the body at ``pos`` of ``buf`` (valid up to ``end``); return where it ends."""
 
 # Bytes on the wire of each fixed-size kafka_type.
 _FIXED_SIZE = {
@@ -48,10 +46,15 @@ def check_body(cls: type, buf: bytes, pos: int) -> int:
 
     Returns where the body ends (kio ignores trailing bytes, and so does Kafka).
     """
-    return _entity_plan(cls, nullable=False).step(buf, pos, len(buf))
+    return _compiled(cls)(buf, pos, len(buf))
 
 
-# --- reading lengths --------------------------------------------------------------------------
+def source(cls: type) -> str:
+    """The generated checking code of the kio type ``cls`` (for reading and debugging)."""
+    return _Compiler().function(cls)[0]
+
+
+# --- helpers the generated code calls -------------------------------------------------------------
 
 
 def _fail(what: str) -> MalformedRequest:
@@ -60,14 +63,9 @@ def _fail(what: str) -> MalformedRequest:
 
 def _uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     """An unsigned varint of at most 5 bytes (Kafka's and kio's limit), decoded as kio does."""
-    if pos >= end:
-        raise _fail("truncated varint")
-    b = buf[pos]
-    if b < 0x80:
-        return b, pos + 1
-    value = b & 0x7F
-    shift = 7
-    for i in range(pos + 1, min(pos + 5, end)):
+    value = 0
+    shift = 0
+    for i in range(pos, min(pos + 5, end)):
         b = buf[i]
         value |= (b & 0x7F) << shift
         if b < 0x80:
@@ -76,165 +74,41 @@ def _uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     raise _fail("truncated varint" if end < pos + 5 else "varint longer than 5 bytes")
 
 
-def _length(buf: bytes, pos: int, end: int, width: int) -> tuple[int, int]:
-    """A length prefix: compact (width 0, uvarint of length + 1), int16 or int32; -1 means null."""
-    if width == 0:
-        n, pos = _uvarint(buf, pos, end)
-        return n - 1, pos
-    if pos + width > end:
-        raise _fail("truncated length")
-    (n,) = _I16(buf, pos) if width == 2 else _I32(buf, pos)
-    return n, pos + width
-
-
-# --- steps ------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Plan:
-    """How to check one field or entity: ``step``, and its size when every instance has the same size."""
-
-    step: Step
-    fixed: int | None
-    min_size: int
-
-
-def _fixed(n: int) -> _Plan:
-    def step(buf: bytes, pos: int, end: int) -> int:
-        pos += n
-        if pos > end:
-            raise _fail(f"truncated: {n} more bytes expected")
-        return pos
-
-    return _Plan(step, n, n)
-
-
-def _sized(width: int, nullable: bool, name: str) -> _Plan:
-    """A string or bytes field: a length prefix, then that many bytes."""
-
-    def step(buf: bytes, pos: int, end: int) -> int:
-        n, pos = _length(buf, pos, end, width)
-        if n < 0:
-            if n == -1 and nullable:
-                return pos
-            raise _fail(f"{name}: length {n}")
-        pos += n
-        if pos > end:
-            raise _fail(f"{name}: length {n} runs past the request")
-        return pos
-
-    return _Plan(step, None, 1 if width == 0 else width)
-
-
-def _array(width: int, nullable: bool, item: _Plan, name: str) -> _Plan:
-    """An array: a count prefix (compact or int32), then that many items, each checked in turn."""
-    item_step, item_fixed = item.step, item.fixed
-    item_min = max(item.min_size, 1)
-
-    def step(buf: bytes, pos: int, end: int) -> int:
-        n, pos = _length(buf, pos, end, width)
-        if n < 0:
-            if n == -1 and nullable:
-                return pos
-            raise _fail(f"{name}: array length {n}")
-        if n * item_min > end - pos:
-            raise _fail(f"{name}: {n} items cannot fit in the {end - pos} bytes left")
-        if item_fixed is not None:
-            return pos + n * item_fixed
-        for _ in range(n):
-            pos = item_step(buf, pos, end)
-        return pos
-
-    return _Plan(step, None, 1 if width == 0 else width)
-
-
-def _sequence(plans: list[_Plan]) -> _Plan:
-    """Plans one after the other, consecutive fixed-size ones merged into one step."""
-    merged: list[_Plan] = []
-    for plan in plans:
-        if plan.fixed is not None and merged and merged[-1].fixed is not None:
-            merged[-1] = _fixed(merged[-1].fixed + plan.fixed)
-        else:
-            merged.append(plan)
-    min_size = sum(p.min_size for p in merged)
-    if all(p.fixed is not None for p in merged):
-        return _fixed(min_size)
-    if len(merged) == 1:
-        return merged[0]
-    steps = tuple(p.step for p in merged)
-
-    def step(buf: bytes, pos: int, end: int) -> int:
-        for s in steps:
-            pos = s(buf, pos, end)
-        return pos
-
-    return _Plan(step, None, min_size)
-
-
-def _tagged_fields(tags: dict[int, _Plan]) -> _Plan:
-    """A flexible entity's tagged-field section: count, then (tag, size, value) each.
+def _tagged_fields(tags: dict[int, Check], buf: bytes, pos: int, end: int) -> int:
+    """A tagged-field section that is not empty: count, then (tag, size, value) each.
 
     kio reads a known tag's value by its schema and ignores the size, so the value must fill exactly the
     declared size (it does in every well-formed request); an unknown tag is skipped by its size, as Kafka
     does (kio then refuses it with an ordinary error).
     """
-
-    def step(buf: bytes, pos: int, end: int) -> int:
-        if pos < end and buf[pos] == 0:  # the common case: no tagged fields
-            return pos + 1
-        count, pos = _uvarint(buf, pos, end)
-        if count * 2 > end - pos:
-            raise _fail(f"{count} tagged fields cannot fit in the {end - pos} bytes left")
-        for _ in range(count):
-            tag, pos = _uvarint(buf, pos, end)
-            size, pos = _uvarint(buf, pos, end)
-            stop = pos + size
-            if stop > end:
-                raise _fail(f"tagged field {tag} of {size} bytes runs past the request")
-            plan = tags.get(tag)
-            if plan is not None and plan.step(buf, pos, stop) != stop:
-                raise _fail(f"tagged field {tag} is shorter than its declared {size} bytes")
-            pos = stop
-        return pos
-
-    return _Plan(step, None, 1)
+    count, pos = _uvarint(buf, pos, end)
+    if count * 2 > end - pos:
+        raise _fail(f"{count} tagged fields cannot fit in the {end - pos} bytes left")
+    for _ in range(count):
+        tag, pos = _uvarint(buf, pos, end)
+        size, pos = _uvarint(buf, pos, end)
+        stop = pos + size
+        if stop > end:
+            raise _fail(f"tagged field {tag} of {size} bytes runs past the request")
+        check = tags.get(tag)
+        if check is not None and check(buf, pos, stop) != stop:
+            raise _fail(f"tagged field {tag} is shorter than its declared {size} bytes")
+        pos = stop
+    return pos
 
 
-def _nullable_entity(inner: _Plan) -> _Plan:
-    """A nullable struct, as kio reads it: an int8 marker (-1 for null), then the struct."""
-    inner_step = inner.step
-
-    def step(buf: bytes, pos: int, end: int) -> int:
-        if pos >= end:
-            raise _fail("truncated struct marker")
-        if buf[pos] == 0xFF:
-            return pos + 1
-        return inner_step(buf, pos + 1, end)
-
-    return _Plan(step, None, 1)
+_GLOBALS = {"_fail": _fail, "_uvarint": _uvarint, "_tagged_fields": _tagged_fields,
+            "_i16": struct.Struct(">h").unpack_from, "_i32": struct.Struct(">i").unpack_from}
 
 
-# --- compiling a kio type into a plan -----------------------------------------------------------
+# --- the compiler -------------------------------------------------------------------------------
 
 
 @cache
-def _entity_plan(cls: type, nullable: bool) -> _Plan:
-    """The plan of a kio entity: its untagged fields in order, then (flexible versions) the tag section."""
-    flexible = bool(cls.__flexible__)
-    hints = typing.get_type_hints(cls)
-    plans: list[_Plan] = []
-    tags: dict[int, _Plan] = {}
-    for field in dataclasses.fields(cls):
-        tag = field.metadata.get("tag")
-        plan = _field_plan(field, hints[field.name], flexible, tagged=tag is not None)
-        if tag is None:
-            plans.append(plan)
-        else:
-            tags[tag] = plan
-    if flexible:
-        plans.append(_tagged_fields(tags))
-    body = _sequence(plans)
-    return _nullable_entity(body) if nullable else body
+def _compiled(cls: type) -> Check:
+    code, namespace = _Compiler().function(cls)
+    exec(compile(code, f"<request check {cls.__module__}.{cls.__qualname__}>", "exec"), namespace)
+    return namespace["check"]
 
 
 def _optional_inner(hint: typing.Any) -> tuple[typing.Any, bool]:
@@ -246,27 +120,192 @@ def _optional_inner(hint: typing.Any) -> tuple[typing.Any, bool]:
     return hint, False
 
 
-def _field_plan(field: dataclasses.Field, hint: typing.Any, flexible: bool, tagged: bool) -> _Plan:
-    """Mirror of kio's field classification (kio.serial._introspect.classify_field and the native schema)."""
-    inner, optional = _optional_inner(hint)
-    width = 0 if flexible else 4
-    if typing.get_origin(inner) is tuple:
-        item_hint = typing.get_args(inner)[0]
-        if dataclasses.is_dataclass(item_hint):
-            item = _entity_plan(item_hint, nullable=False)
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Field:
+    """One field as kio reads it (kio.serial._introspect.classify_field and kio's native schema)."""
+
+    name: str
+    kafka_type: str | None  # None for an entity or an array of entities
+    entity: type | None
+    array: bool
+    nullable: bool  # a null (-1) is allowed: a nullable array, string or bytes, or a nullable struct
+
+    @staticmethod
+    def of(field: dataclasses.Field, hint: typing.Any, tagged: bool) -> _Field:
+        inner, optional = _optional_inner(hint)
+        array = typing.get_origin(inner) is tuple
+        if array:
+            inner = typing.get_args(inner)[0]
+        entity = inner if dataclasses.is_dataclass(inner) else None
+        # kio reads a tagged string or bytes field as not nullable; a tagged struct keeps its marker.
+        nullable = optional and (array or entity is not None or not tagged)
+        return _Field(field.name, None if entity else field.metadata["kafka_type"], entity, array, nullable)
+
+
+def _fields(cls: type) -> tuple[list[_Field], dict[int, _Field]]:
+    """A kio entity's untagged fields in order, and its tagged ones by tag."""
+    hints = typing.get_type_hints(cls)
+    untagged, tagged = [], {}
+    for f in dataclasses.fields(cls):
+        tag = f.metadata.get("tag")
+        field = _Field.of(f, hints[f.name], tagged=tag is not None)
+        if tag is None:
+            untagged.append(field)
         else:
-            item = _primitive_plan(field, flexible, nullable=False)
-        return _array(width, optional, item, field.name)
-    if dataclasses.is_dataclass(inner):
-        return _entity_plan(inner, nullable=optional)
-    return _primitive_plan(field, flexible, nullable=optional and not tagged)
+            tagged[tag] = field
+    return untagged, tagged
 
 
-def _primitive_plan(field: dataclasses.Field, flexible: bool, nullable: bool) -> _Plan:
-    kafka_type = field.metadata["kafka_type"]
-    if kafka_type in _FIXED_SIZE:
-        return _fixed(_FIXED_SIZE[kafka_type])
-    if kafka_type in _VARIABLE:
-        width = 0 if flexible else (2 if kafka_type == "string" else 4)
-        return _sized(width, nullable, field.name)
-    raise TypeError(f"no length rule for kafka_type {kafka_type!r} of field {field.name}")
+class _Compiler:
+    """Emits the body of ``check(buf, pos, end)`` for a kio type, one field at a time."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.namespace: dict[str, typing.Any] = dict(_GLOBALS)
+        self.pending = 0  # fixed-size bytes passed over but not yet added to pos
+
+    def function(self, cls: type) -> tuple[str, dict]:
+        self.lines = ["def check(buf, pos, end):"]
+        self.entity(cls, 1)
+        self.flush(1)
+        self.lines.append("    return pos")
+        return "\n".join(self.lines) + "\n", self.namespace
+
+    def field_function(self, field: _Field, flexible: bool) -> Check:
+        """A separate compiled check for one field (a tagged field's value)."""
+        sub = _Compiler()
+        sub.lines = ["def check(buf, pos, end):"]
+        sub.field(field, flexible, 1)
+        sub.flush(1)
+        sub.lines.append("    return pos")
+        exec(compile("\n".join(sub.lines) + "\n", f"<request check of tagged {field.name}>", "exec"), sub.namespace)
+        return sub.namespace["check"]
+
+    def emit(self, indent: int, line: str) -> None:
+        self.lines.append("    " * indent + line)
+
+    def flush(self, indent: int) -> None:
+        """Add the fixed-size bytes passed over to pos, checking they are there."""
+        if self.pending:
+            self.emit(indent, f"pos += {self.pending}")
+            self.emit(indent, f"if pos > end: raise _fail('truncated: {self.pending} bytes expected')")
+            self.pending = 0
+
+    def entity(self, cls: type, indent: int) -> None:
+        flexible = bool(cls.__flexible__)
+        untagged, tagged = _fields(cls)
+        for field in untagged:
+            self.field(field, flexible, indent)
+        if flexible:
+            self.tag_section(tagged, flexible, indent)
+
+    def tag_section(self, tagged: dict[int, _Field], flexible: bool, indent: int) -> None:
+        self.flush(indent)
+        name = f"_tags{len(self.namespace)}"
+        self.namespace[name] = {tag: self.field_function(f, flexible) for tag, f in tagged.items()}
+        self.emit(indent, "if pos < end and buf[pos] == 0:")  # the common case: no tagged fields
+        self.emit(indent + 1, "pos += 1")
+        self.emit(indent, "else:")
+        self.emit(indent + 1, f"pos = _tagged_fields({name}, buf, pos, end)")
+
+    def field(self, field: _Field, flexible: bool, indent: int) -> None:
+        if field.array:
+            self.array(field, flexible, indent)
+        elif field.entity is not None:
+            if field.nullable:
+                self.nullable_struct(field, indent)
+            else:
+                self.entity(field.entity, indent)
+        elif field.kafka_type in _FIXED_SIZE:
+            self.pending += _FIXED_SIZE[field.kafka_type]
+        elif field.kafka_type in _VARIABLE:
+            width = 0 if flexible else (2 if field.kafka_type == "string" else 4)
+            self.length(width, indent)
+            inner = self.null_or_negative(field, "length", indent)
+            self.emit(inner, "pos += n")
+            self.emit(inner, f"if pos > end: raise _fail(f'{field.name}: length {{n}} runs past the request')")
+        else:
+            raise TypeError(f"no length rule for kafka_type {field.kafka_type!r} of field {field.name}")
+
+    def length(self, width: int, indent: int) -> None:
+        """Read a length prefix into n: compact (width 0: uvarint of length + 1), int16 or int32."""
+        self.flush(indent)
+        if width == 0:
+            self.emit(indent, "if pos < end and buf[pos] < 0x80:")
+            self.emit(indent + 1, "n = buf[pos] - 1")
+            self.emit(indent + 1, "pos += 1")
+            self.emit(indent, "else:")
+            self.emit(indent + 1, "n, pos = _uvarint(buf, pos, end)")
+            self.emit(indent + 1, "n -= 1")
+            return
+        self.emit(indent, f"if pos + {width} > end: raise _fail('truncated length')")
+        self.emit(indent, f"n = _i{width * 8}(buf, pos)[0]")
+        self.emit(indent, f"pos += {width}")
+
+    def null_or_negative(self, field: _Field, what: str, indent: int) -> int:
+        """After length(): a null ends the field if it is nullable; any other negative length is refused.
+
+        Returns the indent of the code that reads what the length announces.
+        """
+        self.emit(indent, "if n < 0:")
+        refuse = f"raise _fail(f'{field.name}: {what} {{n}}')"
+        if not field.nullable:
+            self.emit(indent + 1, refuse)
+            return indent
+        self.emit(indent + 1, f"if n != -1: {refuse}")
+        self.emit(indent, "else:")
+        return indent + 1
+
+    def array(self, field: _Field, flexible: bool, indent: int) -> None:
+        self.length(0 if flexible else 4, indent)
+        inner = self.null_or_negative(field, "array length", indent)
+        min_size = max(1, _min_size(field, flexible))
+        self.emit(inner, f"if n * {min_size} > end - pos:")
+        self.emit(inner + 1, f"raise _fail(f'{field.name}: {{n}} items cannot fit in the {{end - pos}} bytes left')")
+        item = _Compiler()
+        item.namespace = self.namespace
+        if field.entity is not None:
+            item.entity(field.entity, inner + 1)
+        else:
+            item.field(dataclasses.replace(field, array=False, nullable=False), flexible, inner + 1)
+        if not item.lines:  # items of a fixed size: one multiplication (they fit: min_size is their size)
+            self.emit(inner, f"pos += n * {item.pending}")
+            return
+        item.flush(inner + 1)
+        self.emit(inner, "for _ in range(n):")
+        self.lines += item.lines
+
+    def nullable_struct(self, field: _Field, indent: int) -> None:
+        """A nullable struct, as kio reads it: an int8 marker (-1 for null), then the struct."""
+        self.flush(indent)
+        self.emit(indent, "if pos >= end: raise _fail('truncated struct marker')")
+        self.emit(indent, "if buf[pos] == 0xFF:")
+        self.emit(indent + 1, "pos += 1")
+        self.emit(indent, "else:")
+        self.pending = 1
+        self.entity(field.entity, indent + 1)
+        self.flush(indent + 1)
+
+
+def _min_size(field: _Field, flexible: bool) -> int:
+    """The fewest bytes one item of an array field can take."""
+    if field.entity is None:
+        if field.kafka_type in _FIXED_SIZE:
+            return _FIXED_SIZE[field.kafka_type]
+        return 1 if flexible else (2 if field.kafka_type == "string" else 4)
+    return _entity_min_size(field.entity)
+
+
+@cache
+def _entity_min_size(cls: type) -> int:
+    flexible = bool(cls.__flexible__)
+    untagged, _ = _fields(cls)
+    size = 1 if flexible else 0  # the tag section's count
+    for field in untagged:
+        if field.array:
+            size += 1 if flexible else 4
+        elif field.entity is not None:
+            size += 1 if field.nullable else _entity_min_size(field.entity)
+        else:
+            size += _min_size(field, flexible)
+    return size

@@ -6,6 +6,7 @@ broker only. validate_only checks without creating.
 
 from __future__ import annotations
 
+from logway.gateway.apis.create_topics import MAX_PARTITIONS_PER_REQUEST, TOO_LARGE
 from logway.gateway.apis.metadata import INTERNAL_TOPICS
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
@@ -39,10 +40,17 @@ def _create(broker, t, validate_only: bool) -> None:
 
 async def handle(ctx, request):
     results = []
+    budget = MAX_PARTITIONS_PER_REQUEST
     for t in request.topics:
         result = {"name": t.name, "error_code": ErrorCode.none, "error_message": None}
         try:
+            topic = ctx.broker.logs.topics.get(t.name)
+            added = max(0, t.count - len(topic.partitions)) if topic is not None else 0
+            if added > budget:
+                # Kafka's controller: more than MAX_RECORDS_PER_USER_OP new partition records in one request.
+                raise KafkaError(TOO_LARGE, ErrorCode.policy_violation)
             _create(ctx.broker, t, request.validate_only)
+            budget -= added
         except KafkaError as exc:
             result.update(error_code=exc.error_code, error_message=str(exc))
         results.append(result)

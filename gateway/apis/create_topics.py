@@ -16,6 +16,12 @@ API_KEY = 19
 MIN_VERSION = 2
 MAX_VERSION = 7
 
+# Kafka's controller refuses an operation of more than MAX_RECORDS_PER_USER_OP (10000) records, one per
+# partition, with POLICY_VIOLATION "Unable to perform excessively large batch operation." (QuorumController,
+# EventHandlerExceptionInfo): the whole request fails, not only the topic that crosses the limit.
+MAX_PARTITIONS_PER_REQUEST = 10_000
+TOO_LARGE = "Unable to perform excessively large batch operation."
+
 # DescribeConfigs ConfigSource: DEFAULT_CONFIG=5, TOPIC_CONFIG=1.
 SOURCE_TOPIC = 1
 SOURCE_DEFAULT = 5
@@ -47,8 +53,25 @@ def _validate(broker, t) -> tuple[int, dict[str, str]]:
     return partitions, configs
 
 
+def requested_partitions(broker, topics) -> int:
+    """Partitions the request would create, counted as Kafka's controller counts them."""
+    total = 0
+    for t in topics:
+        if t.assignments:
+            total += len(t.assignments)
+        elif t.num_partitions == -1:
+            total += broker.config.num_partitions
+        elif t.num_partitions > 0:
+            total += t.num_partitions
+    return total
+
+
 async def handle(ctx, request):
     broker = ctx.broker
+    if requested_partitions(broker, request.topics) > MAX_PARTITIONS_PER_REQUEST:
+        return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "topics": [
+            {"name": t.name, "error_code": ErrorCode.policy_violation, "error_message": TOO_LARGE,
+             "num_partitions": -1, "replication_factor": -1, "configs": None} for t in request.topics]})
     results = []
     for t in request.topics:
         result = {"name": t.name, "topic_id": None, "error_code": ErrorCode.none, "error_message": None,

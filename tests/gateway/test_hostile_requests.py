@@ -127,3 +127,21 @@ def test_offset_commit_with_null_topics_closes_the_connection_with_one_line(logw
     closing = [r for r in caplog.records if "closing connection" in r.getMessage()]
     assert len(closing) == 1 and "topics: array length -1" in closing[0].getMessage()
     assert closing[0].exc_info is None  # one line, no traceback
+
+
+def test_create_topics_past_kafkas_partition_limit_is_refused_at_once(gateway_process):
+    """2^31-1 partitions in one CreateTopics: Kafka's controller refuses more than 10000 new partitions per
+    request with POLICY_VIOLATION; the gateway answers at once instead of creating partitions for ever."""
+    gw = gateway_process.start()
+    topics = [{"name": "huge", "num_partitions": 2**31 - 1, "replication_factor": 1, "assignments": [],
+               "configs": []}]
+    with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as s:
+        answer = exchange(s, 19, 5, {"topics": topics, "timeout": 1000, "validate_only": False})
+        assert [(t.name, t.error_code) for t in answer.topics] == [("huge", ErrorCode.policy_violation)]
+        answer = exchange(s, 19, 5, {"topics": [{**topics[0], "name": "small", "num_partitions": 2}],
+                                     "timeout": 1000, "validate_only": False})
+        assert [(t.name, t.error_code) for t in answer.topics] == [("small", ErrorCode.none)]
+        more = exchange(s, 37, 2, {"topics": [{"name": "small", "count": 2**31 - 1, "assignments": None}],
+                                   "timeout": 1000, "validate_only": False})
+        assert [(r.name, r.error_code) for r in more.results] == [("small", ErrorCode.policy_violation)]
+    assert not (gw.data_dir / "huge-0").exists()

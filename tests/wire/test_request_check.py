@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from kio_values import request_body
 
 from logway.gateway.dispatch import supported_versions
+from logway.wire.produce import decode_produce_request
 from logway.wire.protocol import MalformedRequest, decode_body, encode_body, request_type
 from logway.wire.request_check import check_body
 
@@ -120,3 +121,27 @@ def test_issue_reproducers_are_refused_before_kio(name):
 def test_lengths_kafka_refuses_are_refused(key, version, body, what):
     with pytest.raises(MalformedRequest, match=what):
         check_body(request_type(key, version), body, 0)
+
+
+PRODUCE_VERSIONS = [v for key, v in SERVED if key == 0]
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(PRODUCE_VERSIONS), st.randoms(use_true_random=False), st.booleans())
+def test_hand_written_produce_decoder_trusts_no_length(version, rng, mutated):
+    """Produce skips kio (wire.produce decodes it by hand, records as views): it refuses exactly the bodies
+    whose lengths the schema check refuses, and raises nothing but MalformedRequest."""
+    body = request_body(rng, 0, version)
+    if mutated:
+        body = _mutate(body, rng)
+    try:
+        check_body(request_type(0, version), body, 0)
+        schema_ok = True
+    except MalformedRequest:
+        schema_ok = False
+    try:
+        decode_produce_request(bytearray(body), 0, version)
+        decoder_ok = True
+    except MalformedRequest:
+        decoder_ok = False
+    assert decoder_ok == schema_ok
