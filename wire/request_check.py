@@ -167,7 +167,7 @@ class _Compiler:
     def function(self, cls: type) -> tuple[str, dict]:
         self.lines = ["def check(buf, pos, end):"]
         self.entity(cls, 1)
-        self.flush(1)
+        self.flush(1, last=True)
         self.lines.append("    return pos")
         return "\n".join(self.lines) + "\n", self.namespace
 
@@ -176,7 +176,7 @@ class _Compiler:
         sub = _Compiler()
         sub.lines = ["def check(buf, pos, end):"]
         sub.field(field, flexible, 1)
-        sub.flush(1)
+        sub.flush(1, last=True)
         sub.lines.append("    return pos")
         exec(compile("\n".join(sub.lines) + "\n", f"<request check of tagged {field.name}>", "exec"), sub.namespace)
         return sub.namespace["check"]
@@ -184,11 +184,16 @@ class _Compiler:
     def emit(self, indent: int, line: str) -> None:
         self.lines.append("    " * indent + line)
 
-    def flush(self, indent: int) -> None:
-        """Add the fixed-size bytes passed over to pos, checking they are there."""
+    def flush(self, indent: int, last: bool = False) -> None:
+        """Add the fixed-size bytes passed over to pos.
+
+        Only the last step of a function checks them against end: every other step is followed by a read
+        (a length, a marker, a tag count) that refuses a pos past the end.
+        """
         if self.pending:
             self.emit(indent, f"pos += {self.pending}")
-            self.emit(indent, f"if pos > end: raise _fail('truncated: {self.pending} bytes expected')")
+            if last:
+                self.emit(indent, f"if pos > end: raise _fail('truncated: {self.pending} bytes expected')")
             self.pending = 0
 
     def entity(self, cls: type, indent: int) -> None:

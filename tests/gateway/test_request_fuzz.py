@@ -31,6 +31,7 @@ from kio_values import request_body, request_frame
 from logway.gateway.dispatch import supported_versions
 from logway.wire.protocol import (
     MalformedRequest,
+    api_name,
     build,
     decode_body,
     encode_body,
@@ -45,11 +46,14 @@ SEED = int(os.environ.get("LOGWAY_FUZZ_SEED", "0"))
 SERVED = [(key, v) for key, lo, hi in supported_versions() for v in range(lo, hi + 1)]
 EVIL = [b"\xff\xff\xff\xff", b"\xff\xfe", b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00", b"\x80\x80\x80\x80\x40",
         b"\xff\xff\xff\xff\x0f", b"\x7f\xff", b"\x00\x00\x10\x00", b"\xff", b"\x00", b"\x01", b"\x02"]
-# Creating a partition costs the storage layer ~10 ms on the event loop and 3 open files (see the report of
-# the hardening issue): CreateTopics / CreatePartitions frames asking for more than this many are redrawn,
-# and every CLEANUP_EVERY frames the topics the fuzz created are deleted, so a long run tests request
-# handling rather than exhausting the file-handle limit.
+# Two costs a long run would pile up that are not request handling (reported with the hardening issue):
+# creating a partition costs the storage layer ~10 ms on the event loop and 3 open files, and a Fetch
+# long poll keeps its connection (socket and 256 KiB receive buffer) until max_wait even after the client
+# left. So CreateTopics / CreatePartitions frames asking for more partitions than MAX_FUZZ_PARTITIONS and
+# Fetch frames waiting longer than MAX_FUZZ_WAIT_MS are redrawn, and every CLEANUP_EVERY frames the topics
+# the fuzz created are deleted.
 MAX_FUZZ_PARTITIONS = 64
+MAX_FUZZ_WAIT_MS = 2000
 CLEANUP_EVERY = 500
 # How long one frame may go unanswered (a long-polling Fetch, an acks=0 Produce) before the fuzzer moves on.
 ANSWER_WAIT = 0.3
@@ -176,15 +180,17 @@ class Fuzzer:
             body = rng.randbytes(rng.randint(0, 64))
         return request_frame(key, version, body, correlation_id=rng.randrange(2**31), client_id="fuzz")
 
-    def creates_many_partitions(self, frame: bytes) -> bool:
-        """Whether a CreateTopics / CreatePartitions frame that kio can read asks for many partitions."""
+    def costly(self, frame: bytes) -> bool:
+        """A frame kio can read that creates many partitions or long-polls (see MAX_FUZZ_PARTITIONS)."""
         key, version, _header, body = split_frame(frame)
-        if key not in (19, 37):
+        if key not in (1, 19, 37):
             return False
         try:
             request = decode_body(key, version, body, 0)
         except MalformedRequest:
             return False
+        if key == 1:
+            return request.max_wait.total_seconds() * 1000 > MAX_FUZZ_WAIT_MS
         if key == 19:
             return sum(max(t.num_partitions, len(t.assignments)) for t in request.topics) > MAX_FUZZ_PARTITIONS
         return any(t.count > MAX_FUZZ_PARTITIONS for t in request.topics)
@@ -219,7 +225,7 @@ class Fuzzer:
                 size -= len(chunk)
             self.outcomes["answered"] += 1
         except TimeoutError:
-            self.outcomes["no answer yet"] += 1
+            self.outcomes[f"no answer yet: {api_name(struct.unpack_from('>h', frame, 4)[0])}"] += 1
             self.close()
         except (ConnectionResetError, BrokenPipeError):
             self.outcomes["closed"] += 1
@@ -277,7 +283,7 @@ def test_fuzzed_requests_never_kill_or_break_the_gateway(gateway_process):
     while sent < FRAMES and time.monotonic() < deadline:
         key, version = SERVED[sent % len(SERVED)]
         frame = fuzzer.frame(key, version)
-        while fuzzer.creates_many_partitions(frame):
+        while fuzzer.costly(frame):
             frame = fuzzer.frame(key, version)
         fuzzer.send(frame)
         sent += 1
