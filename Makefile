@@ -23,7 +23,7 @@ test: $(STAMP)
 # The request fuzz test at length: FUZZ_FRAMES random and mutated frames (every API key and version served)
 # against a gateway process, stopping after FUZZ_SECONDS whatever the count. FUZZ_SEED replays a run.
 FUZZ_FRAMES ?= 1000000
-FUZZ_SECONDS ?= 3600
+FUZZ_SECONDS ?= 4800
 FUZZ_SEED ?= $(shell date +%s)
 fuzz: $(STAMP)
 	LOGWAY_FUZZ_FRAMES=$(FUZZ_FRAMES) LOGWAY_FUZZ_SECONDS=$(FUZZ_SECONDS) LOGWAY_FUZZ_SEED=$(FUZZ_SEED) \
