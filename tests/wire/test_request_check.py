@@ -126,7 +126,7 @@ def test_lengths_kafka_refuses_are_refused(key, version, body, what):
 PRODUCE_VERSIONS = [v for key, v in SERVED if key == 0]
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(PRODUCE_VERSIONS), st.randoms(use_true_random=False), st.booleans())
 def test_hand_written_produce_decoder_trusts_no_length(version, rng, mutated):
     """Produce skips kio (wire.produce decodes it by hand, records as views): it refuses exactly the bodies
