@@ -8,8 +8,10 @@ length and every tagged-field size against the bytes left, without allocating an
 length, and raises MalformedRequest on the first one that does not fit.
 
 It also refuses what Kafka's generated readers refuse while reading lengths: a null (-1) for a field that
-is not nullable in that version ("non-nullable field X was serialized as null"), a negative length other
-than -1, a varint longer than 5 bytes, and a tagged field whose content is not exactly its declared size.
+is not nullable in that version ("non-nullable field X was serialized as null"), a varint longer than 5
+bytes, and a tagged field whose content is not exactly its declared size; and a negative length other than
+-1, which kio's reader refuses too (Kafka reads any negative length of a nullable field as null; no client
+sends one).
 Values themselves (UTF-8, booleans, error codes) are left to kio, which raises ordinary exceptions on them.
 
 It runs on every request but Produce, so each kio type is compiled once into one Python function of
@@ -107,7 +109,11 @@ _GLOBALS = {"_fail": _fail, "_uvarint": _uvarint, "_tagged_fields": _tagged_fiel
 @cache
 def _compiled(cls: type) -> Check:
     code, namespace = _Compiler().function(cls)
-    exec(compile(code, f"<request check {cls.__module__}.{cls.__qualname__}>", "exec"), namespace)
+    return _define(code, namespace, f"{cls.__module__}.{cls.__qualname__}")
+
+
+def _define(code: str, namespace: dict, what: str) -> Check:
+    exec(compile(code, f"<request check of {what}>", "exec"), namespace)
     return namespace["check"]
 
 
@@ -165,21 +171,21 @@ class _Compiler:
         self.pending = 0  # fixed-size bytes passed over but not yet added to pos
 
     def function(self, cls: type) -> tuple[str, dict]:
-        self.lines = ["def check(buf, pos, end):"]
-        self.entity(cls, 1)
-        self.flush(1, last=True)
-        self.lines.append("    return pos")
-        return "\n".join(self.lines) + "\n", self.namespace
+        """The source of ``check`` for the entity ``cls``, and the names it uses."""
+        return self._function(lambda: self.entity(cls, 1))
 
     def field_function(self, field: _Field, flexible: bool) -> Check:
         """A separate compiled check for one field (a tagged field's value)."""
         sub = _Compiler()
-        sub.lines = ["def check(buf, pos, end):"]
-        sub.field(field, flexible, 1)
-        sub.flush(1, last=True)
-        sub.lines.append("    return pos")
-        exec(compile("\n".join(sub.lines) + "\n", f"<request check of tagged {field.name}>", "exec"), sub.namespace)
-        return sub.namespace["check"]
+        code, namespace = sub._function(lambda: sub.field(field, flexible, 1))
+        return _define(code, namespace, f"tagged field {field.name}")
+
+    def _function(self, body: Callable[[], None]) -> tuple[str, dict]:
+        self.lines = ["def check(buf, pos, end):"]
+        body()
+        self.flush(1, last=True)
+        self.lines.append("    return pos")
+        return "\n".join(self.lines) + "\n", self.namespace
 
     def emit(self, indent: int, line: str) -> None:
         self.lines.append("    " * indent + line)
