@@ -54,8 +54,8 @@ def primitive(rng: random.Random, kafka_type: str) -> Any:
         return uuid.UUID(int=rng.getrandbits(128) | 1)
     if kafka_type == "error_code":
         return rng.choice(_ERROR_CODES)
-    if kafka_type.startswith("timedelta"):
-        return datetime.timedelta(milliseconds=rng.randint(0, 60_000))
+    if kafka_type.startswith("timedelta"):  # short waits mostly, so Fetch long polls end soon
+        return datetime.timedelta(milliseconds=rng.choice([0, 100, 1000, 10_000, rng.randint(0, 60_000)]))
     if kafka_type.startswith("datetime"):
         return datetime.datetime.fromtimestamp(rng.randint(0, 2**40) / 1000, datetime.UTC)
     raise TypeError(kafka_type)
