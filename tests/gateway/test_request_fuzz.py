@@ -52,7 +52,7 @@ EVIL = [b"\xff\xff\xff\xff", b"\xff\xfe", b"\x7f\xff\xff\xff", b"\x80\x00\x00\x0
 # left. So CreateTopics / CreatePartitions frames asking for more partitions than MAX_FUZZ_PARTITIONS and
 # Fetch frames waiting longer than MAX_FUZZ_WAIT_MS are redrawn, and every CLEANUP_EVERY frames the topics
 # the fuzz created are deleted.
-MAX_FUZZ_PARTITIONS = 64
+MAX_FUZZ_PARTITIONS = 8
 MAX_FUZZ_WAIT_MS = 2000
 CLEANUP_EVERY = 500
 # How long one frame may go unanswered (a long-polling Fetch, an acks=0 Produce) before the fuzzer moves on.
