@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test soak bench pipeline lint clean
+.PHONY: run test soak fuzz bench pipeline lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,15 @@ test: $(STAMP)
 KILLS ?= 100
 soak: $(STAMP)
 	LOGWAY_KILLS=$(KILLS) $(BIN)/pytest -q -s tests/gateway/test_kill_under_load.py
+
+# The request fuzz test at length: FUZZ_FRAMES random and mutated frames (every API key and version served)
+# against a gateway process, stopping after FUZZ_SECONDS whatever the count. FUZZ_SEED replays a run.
+FUZZ_FRAMES ?= 1000000
+FUZZ_SECONDS ?= 4800
+FUZZ_SEED ?= $(shell date +%s)
+fuzz: $(STAMP)
+	LOGWAY_FUZZ_FRAMES=$(FUZZ_FRAMES) LOGWAY_FUZZ_SECONDS=$(FUZZ_SECONDS) LOGWAY_FUZZ_SEED=$(FUZZ_SEED) \
+		$(BIN)/pytest -q -s tests/gateway/test_request_fuzz.py
 
 pipeline: $(STAMP)
 	$(BIN)/python -m logway.spark.pipeline

@@ -128,7 +128,13 @@ async def dispatch(conn: Connection, frame: memoryview | bytearray) -> list[Chun
     else:
         ctx.body_pos = body_offset(frame, header, pos)
         request = decode_body(header.api_key, header.api_version, bytes(frame), ctx.body_pos)
-    result = await module.handle(ctx, request)
-    if result is None or isinstance(result, list):
-        return result
-    return [encode_response(header.api_key, header.api_version, header.correlation_id, result)]
+    try:
+        result = await module.handle(ctx, request)
+        if result is None or isinstance(result, list):
+            return result
+        return [encode_response(header.api_key, header.api_version, header.correlation_id, result)]
+    except MalformedRequest:
+        raise
+    except Exception as exc:  # a bug: the connection logs it with its traceback; name the request in it
+        exc.add_note(f"while answering {api_name(header.api_key)} v{header.api_version} from {header.client_id}")
+        raise

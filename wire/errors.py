@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-__all__ = ["ErrorCode", "KafkaError"]
+__all__ = ["ErrorCode", "KafkaError", "MalformedRequest"]
 
 
 class KafkaError(Exception):
@@ -16,3 +16,7 @@ class KafkaError(Exception):
         super().__init__(message or self.__class__.__name__)
         if error_code is not None:
             self.error_code = error_code
+
+
+class MalformedRequest(KafkaError):
+    """The request bytes cannot be decoded: the connection is closed, as Kafka does."""

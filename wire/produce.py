@@ -63,20 +63,27 @@ class _Cursor:
         self.pos += 4
         return v
 
-    def length(self, nullable_width: int) -> int:
-        """Length of a string/bytes/array; -1 for null."""
+    def length(self, width: int, nullable: bool, what: str) -> int:
+        """Length of a string/bytes/array (int16 or int32 wide, or compact); -1 for null where allowed.
+
+        Like Kafka's generated reader, a null for a field that is not nullable, or any other negative
+        length, makes the request malformed.
+        """
         if self.flexible:
             n, self.pos = read_uvarint(self.buf, self.pos)
-            return n - 1
-        if nullable_width == 2:
+            n -= 1
+        elif width == 2:
             self.need(2)
             (n,) = _I16.unpack_from(self.buf, self.pos)
             self.pos += 2
-            return n
-        return self.i32()
+        else:
+            n = self.i32()
+        if n < 0 and (n != -1 or not nullable):
+            raise MalformedRequest(f"produce request: {what} has length {n}")
+        return n
 
-    def string(self) -> str | None:
-        n = self.length(2)
+    def string(self, nullable: bool, what: str) -> str | None:
+        n = self.length(2, nullable, what)
         if n < 0:
             return None
         self.need(n)
@@ -92,13 +99,13 @@ class _Cursor:
 def decode_produce_request(frame: bytearray | memoryview, pos: int, version: int) -> ProduceRequest:
     """Decode the body at ``pos``; each partition's records is a view into ``frame``."""
     c = _Cursor(memoryview(frame), pos, version >= 9)
-    transactional_id = c.string()
+    transactional_id = c.string(True, "transactional_id")
     c.need(6)
     acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(c.buf, c.pos)
     c.pos += 6
     topics = []
-    n_topics = c.length(4)
-    for _ in range(max(n_topics, 0)):
+    n_topics = c.length(4, False, "topic_data")
+    for _ in range(n_topics):
         name: str | None = None
         topic_id = None
         if version >= 13:
@@ -106,12 +113,12 @@ def decode_produce_request(frame: bytearray | memoryview, pos: int, version: int
             topic_id = uuid.UUID(bytes=bytes(c.buf[c.pos : c.pos + 16]))
             c.pos += 16
         else:
-            name = c.string()
+            name = c.string(False, "topic name")
         partitions = []
-        n_parts = c.length(4)
-        for _ in range(max(n_parts, 0)):
+        n_parts = c.length(4, False, "partition_data")
+        for _ in range(n_parts):
             index = c.i32()
-            size = c.length(4)
+            size = c.length(4, True, "records")
             records = None
             if size >= 0:
                 c.need(size)

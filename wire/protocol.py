@@ -21,16 +21,13 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.index import api_key_map
 from kio.serial import entity_reader, entity_writer
 
-from logway.wire.errors import ErrorCode, KafkaError
+from logway.wire.errors import ErrorCode, MalformedRequest
+from logway.wire.request_check import check_body
 
 API_VERSIONS_KEY = 18
 
 _HEADER = struct.Struct(">hhih")
 _I32 = struct.Struct(">i")
-
-
-class MalformedRequest(KafkaError):
-    """The request bytes cannot be decoded: the connection is closed, as Kafka does."""
 
 
 @dataclass(slots=True)
@@ -42,7 +39,7 @@ class RequestHeader:
 
 
 def read_uvarint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
-    """Unsigned varint at ``pos``: (value, new position)."""
+    """Unsigned varint at ``pos``: (value, new position). At most 5 bytes, as Kafka's readUnsignedVarint."""
     result = 0
     shift = 0
     while True:
@@ -54,8 +51,8 @@ def read_uvarint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, in
         if not b & 0x80:
             return result, pos
         shift += 7
-        if shift > 63:
-            raise MalformedRequest("varint too long")
+        if shift >= 35:
+            raise MalformedRequest("varint longer than 5 bytes")
 
 
 def write_uvarint(value: int) -> bytes:
@@ -134,6 +131,7 @@ def body_offset(frame: bytes | bytearray | memoryview, header: RequestHeader, po
 def decode_body(api_key: int, version: int, frame: bytes | memoryview, pos: int) -> Any:
     """Decode a request body with kio. ``frame`` must be read-only (bytes)."""
     cls = request_type(api_key, version)
+    check_body(cls, frame, pos)  # every declared length fits, before kio's reader allocates for it
     try:
         body, size = _reader(cls)(frame, pos)
     except Exception as exc:  # kio raises a variety of errors on bad bytes

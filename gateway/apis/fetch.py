@@ -19,6 +19,7 @@ other partitions of the request are served and the connection stays open.
 from __future__ import annotations
 
 import logging
+import uuid
 
 import trio
 
@@ -31,6 +32,7 @@ MIN_VERSION = 4
 MAX_VERSION = 17
 
 READ_COMMITTED = 1
+ZERO_UUID = uuid.UUID(int=0)
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +80,10 @@ def _collect(ctx, request, names: list[str | None]) -> tuple[list[FetchTopicResu
                 total += read.size
                 remaining -= read.size
                 min_one = False
-        topics.append(FetchTopicResult(name or "", info.topic_id if info else topic.topic_id, results))
+        # v4-v12 name topics (no topic_id field), and kio reads the zero uuid as None: an unknown topic is
+        # answered with the zero uuid, as Kafka does.
+        topic_id = info.topic_id if info else getattr(topic, "topic_id", None) or ZERO_UUID
+        topics.append(FetchTopicResult(name or "", topic_id, results))
     return topics, total, error
 
 

@@ -61,9 +61,22 @@ def _lookup(broker, name: str, allow_create: bool) -> dict:
     return topic_entry(broker, name)
 
 
+def invalid_request(ctx, topics) -> object:
+    """Kafka's MetadataRequest.getErrorResponse for INVALID_REQUEST: every topic asked for gets the error (a
+    null name becomes "", which v10-v11 responses cannot carry), and no brokers."""
+    return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "brokers": [], "topics": [
+        {"error_code": ErrorCode.invalid_request, "name": t.name or "", "topic_id": t.topic_id or ZERO_UUID,
+         "is_internal": False, "partitions": [], "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+        for t in topics]})
+
+
 async def handle(ctx, request):
     broker = ctx.broker
     topics = request.topics
+    if 10 <= ctx.version < 12 and topics and any(t.name is None or t.topic_id is not None for t in topics):
+        # KafkaApis: "Topic IDs are not supported for versions 10 and 11. Topic names can not be null in
+        # these versions" -> InvalidRequestException, answered as an INVALID_REQUEST error response.
+        return invalid_request(ctx, topics)
     all_topics = topics is None or (ctx.version == 0 and not topics)
     allow_create = ctx.version < 4 or request.allow_auto_topic_creation
     entries = []

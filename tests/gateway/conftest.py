@@ -1,8 +1,14 @@
 from __future__ import annotations
 
 import itertools
+import sys
+from pathlib import Path
 
 import pytest
+
+# Random kio requests for the request fuzz test live beside the wire tests (the suite runs with
+# --import-mode=importlib, which puts no test folder on sys.path).
+sys.path.insert(0, str(Path(__file__).parent.parent / "wire"))
 
 _names = itertools.count()
 
