@@ -42,6 +42,7 @@ _PEEK = struct.Struct(">qi")  # baseOffset, batchLength
 _RECOVERY_CHUNK = 1 << 20
 _FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 
+
 class UndoFailed(OSError):
     """A failed write could not be taken back: the files hold bytes the segment does not account for."""
 
