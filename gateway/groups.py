@@ -30,6 +30,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 # Kafka's offsets topic settings (offsets.topic.segment.bytes default 100 MiB, compacted).
 OFFSETS_TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "104857600", "compression.type": "producer"}
 _READ_CHUNK = 4 * 1024 * 1024
+SLOW_ANSWER_S = 5.0  # group requests parked longer than this are logged (rebalance diagnosis)
 
 
 def _now_ms() -> int:
@@ -128,9 +129,15 @@ class GroupService:
             box.append(result)
             done.set()
 
+        started = time.monotonic()
         method(now_ms=_now_ms(), respond=respond, **kwargs)
         self._wakeup.set()  # the call may have added an earlier timer
         await done.wait()
+        waited = time.monotonic() - started
+        if waited > SLOW_ANSWER_S:
+            # A parked JoinGroup/SyncGroup also holds back every later request on its connection (as in Kafka).
+            log.info("%s of group %s (member %s) answered after %.1f s", method.__name__,
+                     kwargs.get("group_id"), kwargs.get("member_id") or "-", waited)
         # A commit is answered only once it is as durable as the flush policy says.
         await self.offsets_log.flush_pending()
         return box[0]
