@@ -20,8 +20,10 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
 
+# The same job twice: on this package's format("logway-kafka"), then on Spark's own format("kafka").
 pipeline: $(STAMP)
 	$(BIN)/python -m logway.spark.pipeline
+	$(BIN)/python -m logway.spark.pipeline --format kafka
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bench]'
