@@ -65,7 +65,7 @@ fi
 
 # --- Spark's own Kafka connector (tests/spark compare format("kafka") with format("logway-kafka")) ---------
 # Maven from Debian, then the connector jars for the installed PySpark from Maven Central into
-# spark/connector/jars/<version>/ (git-ignored; downloads cached in ~/.m2). The Spark test fixture runs the
+# spark/kafka-connector/jars/<version>/ (git-ignored; downloads cached in ~/.m2). The Spark test fixture runs the
 # same resolve itself; doing it here reports a Maven problem before the test run. Skipped when present.
 if ! command -v mvn >/dev/null; then
     say "apt-get install maven"

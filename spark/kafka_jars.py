@@ -2,7 +2,7 @@
 
 `python -m logway.spark.kafka_jars` prints a comma-separated list for `spark.jars`. The connector's
 version must equal the installed PySpark's, so it is taken from `pyspark.__version__`; Maven caches the
-downloads in ~/.m2 and the copies land in spark/connector/jars/<version>/ (git-ignored), so a second
+downloads in ~/.m2 and the copies land in spark/kafka-connector/jars/<version>/ (git-ignored), so a second
 call costs nothing. spark.jars.packages (Ivy) works too, but downloads Hadoop's client (~30 MB) that
 PySpark already ships; the pom here takes only the four jars PySpark lacks.
 """
@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-POM = Path(__file__).resolve().parent / "connector" / "pom.xml"
+POM = Path(__file__).resolve().parent / "kafka-connector" / "pom.xml"
 ARTIFACTS = ("spark-sql-kafka-0-10_2.13", "spark-token-provider-kafka-0-10_2.13", "kafka-clients", "commons-pool2")
 
 
@@ -40,7 +40,7 @@ def connector_jars(spark_version: str | None = None, jars_dir: Path | None = Non
 
 
 def _default_dir(version: str) -> Path:
-    """spark/connector/jars/<version> in a checkout (git-ignored); the user's cache dir for a read-only install."""
+    """spark/kafka-connector/jars/<version> in a checkout (git-ignored); the user's cache dir for a read-only install."""
     if os.access(POM.parent, os.W_OK):
         return POM.parent / "jars" / version
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
