@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import confluent_kafka as ck
 import pyspark.sql.functions as F
 import pytest
+from pyspark.errors import StreamingQueryException
 
 from conftest import GatewayProcess
 from logway.spark.source import FORMAT
@@ -168,3 +169,50 @@ def test_fail_on_data_loss_after_retention_deletes_records(spark_session, retent
     rows = _both(spark_session, bootstrap, failOnDataLoss="false", **everything)
     offsets = [r[4] for r in rows]  # retention may have moved on since `low`: from the log start, no gaps
     assert offsets[0] >= low and offsets == list(range(offsets[0], 61)) and rows[-1][1] == b"new"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_streaming_restart_after_retention_deleted_unread_records(spark_session, retention_gateway, tmp_path, fmt):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    bootstrap, topic = retention_gateway, f"retained-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    config = {"segment.bytes": "1024", "retention.bytes": "2048"}
+    admin.create_topics([NewTopic(topic, 1, 1, config=config)])[topic].result(15)
+    producer = ck.Producer({"bootstrap.servers": bootstrap, "linger.ms": "0", "batch.num.messages": "1"})
+
+    def send(first: int, count: int) -> None:
+        for i in range(first, first + count):
+            producer.produce(topic, value=b"%03d" % i + b"." * 100)
+            assert producer.flush(10) == 0
+
+    out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
+
+    def run(fail_on_data_loss: str) -> str | None:
+        """Resume the query from its checkpoint; its failure, if any."""
+        query = (spark_session.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+                 .option("subscribe", topic).option("startingOffsets", "earliest")
+                 .option("failOnDataLoss", fail_on_data_loss).option("kafkaConsumer.pollTimeoutMs", "5000").load()
+                 .selectExpr("offset").writeStream.format("parquet").option("path", out)
+                 .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+        try:
+            assert query.awaitTermination(120), "query did not finish"
+        except StreamingQueryException as e:
+            return str(e)
+        return None
+
+    send(0, 5)
+    assert run("true") is None
+    send(5, 60)  # retention.bytes now deletes the oldest segments, records 5.. among them, before they are read
+    consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "probe"})
+    deadline = time.monotonic() + 30
+    while (low := consumer.get_watermark_offsets(ck.TopicPartition(topic, 0), cached=False)[0]) <= 5:
+        assert time.monotonic() < deadline, "retention deleted nothing"
+        time.sleep(0.2)
+    consumer.close()
+
+    failed = run("true")
+    assert failed is not None and "data may have been lost" in failed
+    assert run("false") is None
+    offsets = sorted(r.offset for r in spark_session.read.parquet(out).collect())
+    assert offsets[:5] == list(range(5)) and offsets[5] >= low and offsets[5:] == list(range(offsets[5], 65))
