@@ -5,6 +5,9 @@ named `pyspark_*` with a `DefaultSource` class (pyspark/sql/worker/lookup_data_s
 this one module lives outside the `logway` namespace; everything else stays inside it.
 """
 
-from logway.spark.source import KafkaDataSource as DefaultSource
-
-__all__ = ["DefaultSource"]
+try:
+    from logway.spark.source import KafkaDataSource as DefaultSource  # noqa: F401 - what PySpark looks for
+except ImportError:
+    # Logway installed without its `spark` extra (pyarrow, confluent-kafka): offer no source rather than
+    # fail PySpark's scan, which imports every pyspark_* module for every session's first lookup.
+    pass
