@@ -98,18 +98,18 @@ def _java_partition(key: bytes, partitions: int) -> int:
 @FORMATS
 def test_streaming_write_copies_a_topic(spark_session, broker_bootstrap, new_topic, produce, tmp_path, fmt):
     source, target = new_topic(2), new_topic(2)
-    acked = produce(source, [{"partition": i % 2, "key": f"k{i}".encode(), "value": f"v{i}".encode()}
-                             for i in range(60)])
+    acked = produce(source, [{"partition": i % 2, "key": f"k{i}".encode(), "value": f"v{i}".encode(),
+                              "headers": [("n", b"%d" % i)] if i % 3 else None} for i in range(60)])
     query = (spark_session.readStream.format(fmt).option("kafka.bootstrap.servers", broker_bootstrap)
-             .option("subscribe", source).option("startingOffsets", "earliest").load()
-             .selectExpr("key", "value", "partition")
+             .option("subscribe", source).option("startingOffsets", "earliest").option("includeHeaders", "true")
+             .load().selectExpr("key", "value", "partition", "headers")
              .writeStream.format(fmt).option("kafka.bootstrap.servers", broker_bootstrap).option("topic", target)
              .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
     query.awaitTermination(120)
     assert query.exception() is None
     got = _consume_all(broker_bootstrap, target, 2, len(acked))
-    assert sorted((m.partition(), m.key(), m.value()) for m in got) == sorted(
-        (r["partition"], r["key"], r["value"]) for r in acked)
+    assert sorted((m.partition(), m.key(), m.value(), m.headers()) for m in got) == sorted(
+        (r["partition"], r["key"], r["value"], r["headers"]) for r in acked)
 
 
 def test_invalid_input_is_refused_like_sparks_kafka_sink(spark_session, broker_bootstrap):
