@@ -34,8 +34,10 @@ fuzz: $(STAMP)
 	LOGWAY_FUZZ_FRAMES=$(FUZZ_FRAMES) LOGWAY_FUZZ_SECONDS=$(FUZZ_SECONDS) LOGWAY_FUZZ_SEED=$(FUZZ_SEED) \
 		$(BIN)/pytest -q -s tests/gateway/test_request_fuzz.py
 
+# The same job twice: on this package's format("logway-kafka"), then on Spark's own format("kafka").
 pipeline: $(STAMP)
 	$(BIN)/python -m logway.spark.pipeline
+	$(BIN)/python -m logway.spark.pipeline --format kafka
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bench]'

@@ -63,4 +63,17 @@ if [ ! -d "$MATRIX/node/node_modules/kafkajs" ] || [ ! -d "$MATRIX/node/node_mod
     (cd "$MATRIX/node" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
+# --- Spark's own Kafka connector (tests/spark compare format("kafka") with format("logway-kafka")) ---------
+# Maven from Debian, then the connector jars for the installed PySpark from Maven Central into
+# spark/kafka-connector/jars/<version>/ (git-ignored; downloads cached in ~/.m2). The Spark test fixture runs the
+# same resolve itself; doing it here reports a Maven problem before the test run. Skipped when present.
+if ! command -v mvn >/dev/null; then
+    say "apt-get install maven"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null
+fi
+if "$VENV/bin/python" -c "import pyspark" 2>/dev/null; then
+    "$VENV/bin/python" -m logway.spark.kafka_jars >/dev/null
+fi
+
 say "clients ready"

@@ -53,19 +53,25 @@ class OffsetReader:
 
     def partitions(self, strategy: Strategy) -> list[TopicPartition]:
         """Topic partitions the strategy names right now (assign is taken as given, like Spark)."""
+        return self.subscription(strategy)[0]
+
+    def subscription(self, strategy: Strategy) -> tuple[list[TopicPartition], list[str]]:
+        """The strategy's topic partitions, and the subscribed topics the broker does not have."""
         if isinstance(strategy, Assign):
-            return sorted(strategy.partitions)
+            return sorted(strategy.partitions), []
         if isinstance(strategy, Subscribe):
-            found = []
+            found, missing = [], []
             for topic in strategy.topics:
                 meta = self._consumer.list_topics(topic, timeout=self._timeout).topics.get(topic)
                 if meta is not None and meta.error is None:
                     found.extend((topic, p) for p in meta.partitions)
-            return sorted(found)
+                else:
+                    missing.append(topic)
+            return sorted(found), missing
         assert isinstance(strategy, SubscribePattern)
         meta = self._consumer.list_topics(timeout=self._timeout)
         return sorted((t, p) for t, tm in meta.topics.items()
-                      if tm.error is None and strategy.matches(t) for p in tm.partitions)
+                      if tm.error is None and strategy.matches(t) for p in tm.partitions), []
 
     def _watermarks(self, tp: TopicPartition) -> tuple[int, int]:
         return self._consumer.get_watermark_offsets(ck.TopicPartition(tp[0], tp[1]), timeout=self._timeout,

@@ -85,6 +85,8 @@ class SourceOptions:
     min_partitions: int | None
     max_records_per_partition: int | None
     max_offsets_per_trigger: int | None
+    min_offsets_per_trigger: int | None
+    max_trigger_delay_ms: int
     poll_timeout_ms: int
     group_id_prefix: str
 
@@ -138,6 +140,17 @@ def _positive_int(opts: Mapping[str, str], key: str) -> int | None:
     if n <= 0:
         raise ValueError(f"{key} must be positive")
     return n
+
+
+_TIME_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def time_string_ms(text: str) -> int:
+    """Spark's JavaUtils.timeStringAsMs: "15m", "500ms", "2h"; a bare number is milliseconds."""
+    match = re.fullmatch(r"\s*(-?[0-9]+)\s*([a-z]+)?\s*", text.lower())
+    if match is None or (match.group(2) or "ms") not in _TIME_UNITS_MS:
+        raise ValueError(f"Invalid time string {text!r}: use a number with ms, s, m, min, h or d, e.g. 15m")
+    return int(match.group(1)) * _TIME_UNITS_MS[match.group(2) or "ms"]
 
 
 def lower_keys(options: Mapping[str, str]) -> dict[str, str]:
@@ -204,9 +217,11 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         if name in params:
             raise ValueError(message)
     strategy = parse_strategy(opts)
-    if "minoffsetspertrigger" in opts or "maxtriggerdelay" in opts:
-        # The Python Data Source API has no composite read limit (ReadMinRows + maxTriggerDelay).
-        raise ValueError("minOffsetsPerTrigger / maxTriggerDelay are not supported by this source")
+    max_per_trigger = _positive_int(opts, "maxoffsetspertrigger") if streaming else None
+    min_per_trigger = _positive_int(opts, "minoffsetspertrigger") if streaming else None
+    if max_per_trigger is not None and min_per_trigger is not None and min_per_trigger > max_per_trigger:
+        raise ValueError(f"The value of minOffsetPerTrigger({min_per_trigger}) is higher than the "
+                         f"maxOffsetsPerTrigger({max_per_trigger}).")
     if streaming:
         if "endingoffsets" in opts:
             raise ValueError("ending offset not valid in streaming queries")
@@ -228,7 +243,9 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
         include_headers=_bool(opts, "includeheaders", False),
         min_partitions=_positive_int(opts, "minpartitions"),
         max_records_per_partition=_positive_int(opts, "maxrecordsperpartition"),
-        max_offsets_per_trigger=_positive_int(opts, "maxoffsetspertrigger") if streaming else None,
+        max_offsets_per_trigger=max_per_trigger,
+        min_offsets_per_trigger=min_per_trigger,
+        max_trigger_delay_ms=time_string_ms(opts.get("maxtriggerdelay", "15m")),
         poll_timeout_ms=int(opts.get("kafkaconsumer.polltimeoutms", "120000")),
         group_id_prefix=f"{group_prefix}-{uuid.uuid4()}",
     )

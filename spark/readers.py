@@ -9,6 +9,7 @@ Streaming offsets are Spark's KafkaSourceOffset JSON ({"topic": {"0": 42}}), che
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -61,8 +62,11 @@ class _Planner:
             self._client.close()
             self._client = None
 
-    def topic_partitions(self) -> list[TopicPartition]:
-        tps = self.client.partitions(self.options.strategy)
+    def topic_partitions(self, report_missing: bool = False) -> list[TopicPartition]:
+        """The partitions to read; a subscribed topic the broker lacks is data loss in a batch read."""
+        tps, missing = self.client.subscription(self.options.strategy)
+        if missing and report_missing:
+            _data_loss_reporter(self.options.fail_on_data_loss)(f"Subscribed topic(s) {', '.join(missing)} do not exist")
         for limit in (self.options.starting, self.options.ending):
             if limit.kind in ("offsets", "timestamps") and set(limit.offsets) != set(tps):
                 # KafkaOffsetReader.fetchSpecificOffsets asserts the same.
@@ -79,6 +83,13 @@ class _Planner:
                 for r in pieces]
 
 
+def _read(partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    """Read one planned range; PySpark hands a plain InputPartition(None) when the plan has none (empty topic)."""
+    if not isinstance(partition, KafkaInputPartition):
+        return iter(())
+    return read_partition(partition)
+
+
 class KafkaBatchReader(DataSourceReader):
     """spark.read: the records between startingOffsets (default earliest) and endingOffsets (default latest)."""
 
@@ -89,7 +100,7 @@ class KafkaBatchReader(DataSourceReader):
         """Resolve the offsets now (Spark resolves "latest" when the query is planned)."""
         o = self.planner.options
         try:
-            tps = self.planner.topic_partitions()
+            tps = self.planner.topic_partitions(report_missing=True)
             start = self.planner.client.resolve(o.starting, tps, is_start=True)
             end = self.planner.client.resolve(o.ending, tps, is_start=False)
             ranges = resolve_ranges(start, end, {}, _data_loss_reporter(o.fail_on_data_loss))
@@ -99,8 +110,7 @@ class KafkaBatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor side; depends only on the partition."""
-        assert isinstance(partition, KafkaInputPartition)
-        return read_partition(partition)
+        return _read(partition)
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -111,6 +121,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._available_now = False
         self._available_now_target: PartitionOffsets | None = None
         self._latest: PartitionOffsets | None = None
+        self._last_trigger_ms = 0.0  # Spark's lastTriggerMillis: the first trigger never waits
 
     def initialOffset(self) -> dict:
         """Where a query without a checkpoint starts: startingOffsets, default latest."""
@@ -137,6 +148,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if self._available_now:
                 self._available_now_target = latest
         self._latest = latest
+        if self._delay_batch(start_map, latest):
+            return offsets_to_json(start_map)  # same as start: Spark plans no batch this trigger
         if isinstance(limit, ReadMaxRows):
             new = self.planner.client.earliest([tp for tp in latest if tp not in start_map])
             end = rate_limit(limit.max_rows, start_map, latest, new)
@@ -144,6 +157,25 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end = dict(latest)
         # A partition that vanished is absent from `end`; partitions() reports that as data loss.
         return offsets_to_json(end)
+
+    def _delay_batch(self, start: PartitionOffsets, latest: PartitionOffsets) -> bool:
+        """minOffsetsPerTrigger: skip this trigger while fewer records wait and maxTriggerDelay has not passed.
+
+        KafkaMicroBatchStream.delayBatch; ignored under Trigger.AvailableNow, which must reach its end.
+        The Python API has no composite read limit, so the source applies it itself whatever limit Spark passes.
+        """
+        minimum = self.planner.options.min_offsets_per_trigger
+        if minimum is None or self._available_now:
+            return False
+        now_ms = time.time() * 1000
+        if now_ms - self._last_trigger_ms >= self.planner.options.max_trigger_delay_ms:
+            self._last_trigger_ms = now_ms
+            return False
+        waiting = sum(end - start.get(tp, 0) for tp, end in latest.items())
+        if waiting < minimum:
+            return True
+        self._last_trigger_ms = now_ms
+        return False
 
     def reportLatestOffset(self) -> dict | None:
         """The log end seen by the last latestOffset call (Spark shows it in query progress)."""
@@ -158,8 +190,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Executor side; depends only on the partition."""
-        assert isinstance(partition, KafkaInputPartition)
-        return read_partition(partition)
+        return _read(partition)
 
     def commit(self, end: dict) -> None:
         """Nothing to do: the checkpoint is the record of progress; no group offsets are committed."""

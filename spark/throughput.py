@@ -58,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record-bytes", type=int, default=1000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--topic", default=None, help="default: spark-throughput-<mb>mb")
+    parser.add_argument("--formats", default="kafka,logway-kafka",
+                        help="comma-separated: kafka (Spark's own connector, jars from Maven) and/or logway-kafka")
     args = parser.parse_args(argv)
     if args.bootstrap:
         return _measure(args, args.bootstrap)
@@ -77,22 +79,28 @@ def _measure(args: argparse.Namespace, bootstrap: str) -> int:
     import pyspark.sql.functions as F
     from pyspark.sql import SparkSession
 
+    from logway.spark.kafka_jars import connector_jars
     from logway.spark.source import register
 
+    formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     started = time.monotonic()
-    spark = (SparkSession.builder.master("local[2]").appName("logway-spark-throughput")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    builder = (SparkSession.builder.master("local[2]").appName("logway-spark-throughput")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false"))
+    if "kafka" in formats:
+        builder = builder.config("spark.jars", ",".join(connector_jars()))
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    fmt = register(spark)
+    register(spark)
     print(f"SparkSession local[2] started in {time.monotonic() - started:.1f}s")
 
-    df = spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
-    for attempt in (1, 2):  # the first run also pays for starting the Python workers
-        started = time.monotonic()
-        row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("b")).first()
-        took = time.monotonic() - started
-        print(f"run {attempt}: {row.n} rows, {row.b / 2**20:.0f} MiB of values in {took:.1f}s = "
-              f"{row.b / 2**20 / took:.1f} MiB/s, {row.n / took:,.0f} rows/s")
+    for fmt in formats:
+        df = spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
+        for attempt in (1, 2):  # the first run also pays for starting the Python workers / JVM consumers
+            started = time.monotonic()
+            row = df.agg(F.count("*").alias("n"), F.sum(F.length("value")).alias("b")).first()
+            took = time.monotonic() - started
+            print(f"{fmt} run {attempt}: {row.n} rows, {row.b / 2**20:.0f} MiB of values in {took:.1f}s = "
+                  f"{row.b / 2**20 / took:.1f} MiB/s, {row.n / took:,.0f} rows/s")
     spark.stop()
     return 0
 

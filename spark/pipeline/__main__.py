@@ -6,6 +6,7 @@ Without --bootstrap it starts a throw-away Logway gateway (`python -m logway.gat
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -41,7 +42,8 @@ def _create_topics(bootstrap: str, topics: Topics, partitions: int) -> None:
                 raise RuntimeError(f"creating topic {name} failed: {e}") from e
 
 
-def _session(packages: str | None):
+def _session(fmt: str, packages: str | None):
+    """local[2]; for format "kafka", Spark's connector from spark.jars (Maven, see kafka_jars) or spark.jars.packages."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
     from pyspark.sql import SparkSession
@@ -52,6 +54,10 @@ def _session(packages: str | None):
                .config("spark.ui.showConsoleProgress", "false"))
     if packages:
         builder = builder.config("spark.jars.packages", packages)
+    elif fmt == "kafka":
+        from logway.spark.kafka_jars import connector_jars
+
+        builder = builder.config("spark.jars", ",".join(connector_jars()))
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
@@ -71,17 +77,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--events-topic", help="default: page-views-<random>")
     parser.add_argument("--counts-topic", help="default: page-view-counts-<random> (compacted)")
-    parser.add_argument("--work-dir", help="checkpoints and Parquet output (default: a new temp dir)")
-    parser.add_argument("--format", default="logway-kafka",
-                        help='"logway-kafka" (this package) or "kafka" (Spark\'s connector; needs --packages)')
-    parser.add_argument("--packages", help="e.g. org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.0 (spark.jars.packages)")
+    parser.add_argument("--work-dir", help="checkpoints and Parquet output, kept (default: a temp dir, removed)")
+    parser.add_argument("--format", default="logway-kafka", choices=["logway-kafka", "kafka"],
+                        help='"logway-kafka" (this package) or "kafka" (Spark\'s own connector, jars fetched with Maven)')
+    parser.add_argument("--packages", help="instead of Maven: spark.jars.packages, e.g. "
+                        "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0 (Spark resolves it with Ivy)")
     parser.add_argument("--producer-config", default="", help="extra librdkafka producer settings k=v,k=v")
     args = parser.parse_args(argv)
 
-    work_dir = args.work_dir or tempfile.mkdtemp(prefix="logway-pipeline-")
-    if args.bootstrap:
-        return _run(args, args.bootstrap, work_dir)
-    with local_gateway(f"{work_dir}/broker-data") as bootstrap:
+    with contextlib.ExitStack() as stack:
+        work_dir = args.work_dir or stack.enter_context(tempfile.TemporaryDirectory(prefix="logway-pipeline-"))
+        bootstrap = args.bootstrap or stack.enter_context(local_gateway(f"{work_dir}/broker-data"))
         return _run(args, bootstrap, work_dir)
 
 
@@ -96,7 +102,7 @@ def _run(args: argparse.Namespace, bootstrap: str, work_dir: str) -> int:
     ev.produce(bootstrap, topics.events, generated, extra)
     print(f"produced {len(generated)} page views to {topics.events}")
 
-    spark = _session(args.packages)
+    spark = _session(args.format, args.packages)
     try:
         if args.format == "logway-kafka":
             from logway.spark.source import register
@@ -104,7 +110,8 @@ def _run(args: argparse.Namespace, bootstrap: str, work_dir: str) -> int:
             register(spark)
         started = time.monotonic()
         run_available_now(spark, args.format, topics, work_dir)
-        print(f"job finished in {time.monotonic() - started:.1f}s; Parquet under {work_dir}/parquet")
+        kept = "" if args.work_dir else " (a temp dir, removed at exit; --work-dir keeps it)"
+        print(f"job finished in {time.monotonic() - started:.1f}s; Parquet under {work_dir}/parquet{kept}")
 
         expected = ev.expected_counts(generated)
         closed = ev.closed_windows(expected, generated, WATERMARK_DELAY_MS)

@@ -30,7 +30,8 @@ def test_wheel_installs_one_import_name(dist: Path) -> None:
     (wheel,) = dist.glob("logway-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/", 1)[0] for n in names if not n.split("/", 1)[0].endswith(".dist-info")}
-    assert tops == {"logway"}, tops
+    # pyspark_logway: PySpark finds data sources only in top-level pyspark_* modules (spark/pyspark_logway).
+    assert tops == {"logway", "pyspark_logway"}, tops
     assert "logway/wire/batch.py" in names and "logway/gateway/apis/produce.py" in names
     assert "logway/spark/pipeline/job.py" in names
     assert any(n.startswith("logway/wire/_batch_scan.") and n.endswith(".so") for n in names)  # the C record scanner

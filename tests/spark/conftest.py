@@ -1,7 +1,9 @@
 """One shared local[2] SparkSession for every Spark test, plus helpers to make topics and produce records.
 
+The session carries Spark's own Kafka connector (format "kafka", jars resolved with Maven by
+logway.spark.kafka_jars) beside this package's "logway-kafka", so tests compare the two on the same data.
 PYSPARK_PYTHON and PYTHONPATH are set before the JVM starts: Python workers (executors and the
-driver-side planner of streaming sources) must import `spark` from this repository, installed or not.
+driver-side planner of streaming sources) must import `logway.spark` from this repository.
 """
 
 from __future__ import annotations
@@ -27,16 +29,34 @@ EXTRA_PRODUCER_CONFIG = dict(kv.split("=", 1) for kv in os.environ.get("SPARK_TE
                              if "=" in kv)
 
 
+def _discovery_path(tmp: Path) -> Path:
+    """A folder holding only `pyspark_logway`, as a wheel install puts it in site-packages.
+
+    An editable install serves it through setuptools' import hook, which PySpark's scan for
+    `pyspark_*` modules (pkgutil.iter_modules) does not see; this folder on the workers' path does.
+    """
+    (tmp / "pyspark_logway").symlink_to(REPO / "spark" / "pyspark_logway", target_is_directory=True)
+    return tmp
+
+
 @pytest.fixture(scope="session")
-def spark_session() -> Iterator[object]:
-    """The shared SparkSession, with the Kafka-protocol format registered."""
+def connector_jars() -> list[str]:
+    """Spark's own Kafka connector for the installed PySpark, resolved from Maven Central once (cached in ~/.m2)."""
+    from logway.spark.kafka_jars import connector_jars as resolve
+
+    return resolve()
+
+
+@pytest.fixture(scope="session")
+def spark_session(connector_jars: list[str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """The shared SparkSession: format "kafka" from spark.jars, "logway-kafka" found by PySpark itself (no register)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    paths = (str(REPO), str(_discovery_path(tmp_path_factory.mktemp("discovery"))), os.environ.get("PYTHONPATH"))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     from pyspark.sql import SparkSession
 
-    from logway.spark.source import register
-
     session = (SparkSession.builder.master("local[2]").appName("logway-spark-tests")
+               .config("spark.jars", ",".join(connector_jars))
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
@@ -44,7 +64,6 @@ def spark_session() -> Iterator[object]:
                .config("spark.sql.streaming.stopTimeout", "30s")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
-    register(session)
     yield session
     session.stop()
 

@@ -114,3 +114,15 @@ def test_resolve_ranges_reports_data_loss():
     ranges = resolve_ranges({("t", 0): 50, ("t", 9): 1}, {("t", 0): 40, ("t", 1): 5}, {("t", 1): 3}, lost.append)
     assert len(lost) == 3  # new partition not starting at 0, vanished partition, offset moved backwards
     assert ranges == [OffsetRange("t", 0, 50, 40), OffsetRange("t", 1, 3, 5)]
+
+
+def test_min_offsets_per_trigger_and_max_trigger_delay_parse_like_spark():
+    opts = parse_source_options({**BASE, "subscribe": "a", "minOffsetsPerTrigger": "10", "maxTriggerDelay": "2s"},
+                                streaming=True)
+    assert (opts.min_offsets_per_trigger, opts.max_trigger_delay_ms) == (10, 2000)
+    assert parse_source_options({**BASE, "subscribe": "a"}, streaming=True).max_trigger_delay_ms == 15 * 60_000
+    with pytest.raises(ValueError, match=r"minOffsetPerTrigger\(50\) is higher than the maxOffsetsPerTrigger\(5\)"):
+        parse_source_options({**BASE, "subscribe": "a", "minOffsetsPerTrigger": "50", "maxOffsetsPerTrigger": "5"},
+                             streaming=True)
+    with pytest.raises(ValueError, match="Invalid time string"):
+        parse_source_options({**BASE, "subscribe": "a", "maxTriggerDelay": "soon"}, streaming=True)

@@ -9,6 +9,9 @@ from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, St
 from logway.spark.schema import HEADERS_TYPE
 from logway.spark.source import FORMAT
 
+# Spark's own sink ("kafka") and this package's: the same job writes the same records.
+FORMATS = pytest.mark.parametrize("fmt", ["kafka", FORMAT])
+
 
 def _consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list[ck.Message]:
     consumer = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": f"sink-check-{uuid.uuid4()}",
@@ -35,12 +38,13 @@ SCHEMA = StructType([
 ])
 
 
-def test_batch_write_then_read_back_with_a_kafka_client(spark_session, broker_bootstrap, new_topic):
+@FORMATS
+def test_batch_write_then_read_back_with_a_kafka_client(spark_session, broker_bootstrap, new_topic, fmt):
     topic = new_topic(3)
     rows = [(topic, i % 3, None if i % 4 == 0 else f"k{i}", f"v{i}".encode(),
              [("trace", f"t{i}".encode())] if i % 2 else None, "x") for i in range(90)]
     df = spark_session.createDataFrame(rows, SCHEMA).repartition(2)
-    df.write.format(FORMAT).option("kafka.bootstrap.servers", broker_bootstrap).mode("append").save()
+    df.write.format(fmt).option("kafka.bootstrap.servers", broker_bootstrap).mode("append").save()
 
     got = _consume_all(broker_bootstrap, topic, 3, len(rows))
     seen = sorted(((m.partition(), m.key(), m.value(), m.headers()) for m in got), key=repr)
@@ -48,11 +52,12 @@ def test_batch_write_then_read_back_with_a_kafka_client(spark_session, broker_bo
     assert seen == want
 
 
-def test_topic_option_overrides_the_column_and_keys_hash_like_java(spark_session, broker_bootstrap, new_topic):
+@FORMATS
+def test_topic_option_overrides_the_column_and_keys_hash_like_java(spark_session, broker_bootstrap, new_topic, fmt):
     topic = new_topic(4)
     rows = [("not-this-topic", None, f"user-{i % 5}", f"v{i}".encode(), None, "") for i in range(50)]
     df = spark_session.createDataFrame(rows, SCHEMA).drop("partition", "headers")
-    (df.write.format(FORMAT).option("kafka.bootstrap.servers", broker_bootstrap).option("topic", topic)
+    (df.write.format(fmt).option("kafka.bootstrap.servers", broker_bootstrap).option("topic", topic)
      .mode("append").save())
     got = _consume_all(broker_bootstrap, topic, 4, len(rows))
     assert len(got) == 50
@@ -90,20 +95,21 @@ def _java_partition(key: bytes, partitions: int) -> int:
     return (h & 0x7FFFFFFF) % partitions
 
 
-def test_streaming_write_copies_a_topic(spark_session, broker_bootstrap, new_topic, produce, tmp_path):
+@FORMATS
+def test_streaming_write_copies_a_topic(spark_session, broker_bootstrap, new_topic, produce, tmp_path, fmt):
     source, target = new_topic(2), new_topic(2)
-    acked = produce(source, [{"partition": i % 2, "key": f"k{i}".encode(), "value": f"v{i}".encode()}
-                             for i in range(60)])
-    query = (spark_session.readStream.format(FORMAT).option("kafka.bootstrap.servers", broker_bootstrap)
-             .option("subscribe", source).option("startingOffsets", "earliest").load()
-             .selectExpr("key", "value", "partition")
-             .writeStream.format(FORMAT).option("kafka.bootstrap.servers", broker_bootstrap).option("topic", target)
+    acked = produce(source, [{"partition": i % 2, "key": f"k{i}".encode(), "value": f"v{i}".encode(),
+                              "headers": [("n", b"%d" % i)] if i % 3 else None} for i in range(60)])
+    query = (spark_session.readStream.format(fmt).option("kafka.bootstrap.servers", broker_bootstrap)
+             .option("subscribe", source).option("startingOffsets", "earliest").option("includeHeaders", "true")
+             .load().selectExpr("key", "value", "partition", "headers")
+             .writeStream.format(fmt).option("kafka.bootstrap.servers", broker_bootstrap).option("topic", target)
              .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
     query.awaitTermination(120)
     assert query.exception() is None
     got = _consume_all(broker_bootstrap, target, 2, len(acked))
-    assert sorted((m.partition(), m.key(), m.value()) for m in got) == sorted(
-        (r["partition"], r["key"], r["value"]) for r in acked)
+    assert sorted((m.partition(), m.key(), m.value(), m.headers()) for m in got) == sorted(
+        (r["partition"], r["key"], r["value"], r["headers"]) for r in acked)
 
 
 def test_invalid_input_is_refused_like_sparks_kafka_sink(spark_session, broker_bootstrap):
