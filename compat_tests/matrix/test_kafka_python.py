@@ -117,8 +117,14 @@ def test_group(bootstrap: str) -> None:
     first, second = make_records(40, partitions), make_records(20, partitions, start=40)
 
     def member() -> KafkaConsumer:
+        # kafka-python 3.0.12 re-sends JoinGroup when a join completes between two short polls, so one member of
+        # two polled in turn keeps the group rebalancing; when the loop stops polling, a JoinGroup stays parked
+        # until the rebalance timeout (max.poll.interval.ms, 300 s by default) and close()'s LeaveGroup waits
+        # behind it on the same connection (Kafka too answers one request per connection at a time). A short
+        # max.poll.interval.ms bounds that wait, as it would for a user of this client.
         return KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
-                             auto_offset_reset="earliest", session_timeout_ms=10000, heartbeat_interval_ms=1000)
+                             auto_offset_reset="earliest", session_timeout_ms=10000, heartbeat_interval_ms=1000,
+                             max_poll_interval_ms=10000)
 
     a, b = member(), member()
     try:
