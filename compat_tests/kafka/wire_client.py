@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import socket
 import struct
-from typing import Any
-
 from functools import cache
+from typing import Any
 
 from kio.serial import entity_reader
 

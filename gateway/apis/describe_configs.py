@@ -27,6 +27,14 @@ SOURCE_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
 # DescribeConfigsResponse ConfigType values.
 _TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7}
 _TOPIC_KINDS = {f.metadata["name"]: f.metadata["kind"] for f in dataclasses.fields(LogConfig)}
+# A topic config's synonyms are its override and its primary broker synonym (the first in Kafka's
+# ServerTopicConfigSynonyms list: log.retention.ms for retention.ms), as Kafka's ConfigHelper lists them:
+# the static value if set, then the broker default, skipped when Kafka has none (these four).
+_PRIMARY: dict[str, str] = {}
+for _broker_name, _topic_name in BROKER_TO_TOPIC.items():
+    _PRIMARY.setdefault(_topic_name, _broker_name)
+_NO_BROKER_DEFAULT = frozenset({"log.retention.ms", "log.roll.ms", "log.roll.jitter.ms", "log.flush.interval.ms"})
+_TOPIC_DEFAULTS = LogConfig().to_properties()
 
 
 def _broker_value_given(broker, topic_name: str) -> bool:
@@ -49,8 +57,21 @@ def _topic_configs(broker, name: str, with_synonyms: bool) -> list[dict]:
             source = SOURCE_STATIC_BROKER
         else:
             source = SOURCE_DEFAULT
-        synonyms = [{"name": key, "value": value, "source": source}] if with_synonyms else []
+        synonyms = _topic_synonyms(broker, key, value, key in topic.overrides) if with_synonyms else []
         out.append(_entry(key, value, source, _TOPIC_KINDS.get(key), synonyms))
+    return out
+
+
+def _topic_synonyms(broker, key: str, value: str, overridden: bool) -> list[dict]:
+    out = [{"name": key, "value": value, "source": SOURCE_TOPIC}] if overridden else []
+    primary = _PRIMARY.get(key)
+    if primary is None:
+        return out
+    given = broker.config.given_properties
+    if primary in given:
+        out.append({"name": primary, "value": broker.config.properties[primary], "source": SOURCE_STATIC_BROKER})
+    if primary not in _NO_BROKER_DEFAULT:
+        out.append({"name": primary, "value": _TOPIC_DEFAULTS[key], "source": SOURCE_DEFAULT})
     return out
 
 
