@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from compat_tests.kafka.sides import BASE_TIMESTAMP, Side, corrupt, records
+from compat_tests.kafka.wire_client import Closed, request_frame
+from logway.wire.protocol import build, encode_body, request_type
 
 NO_ID = uuid.UUID(int=0)
 
@@ -43,7 +45,8 @@ class Case:
 
     def versions(self) -> range:
         lo, hi = LOGWAY_VERSIONS[self.api_key]
-        return range(max(lo, self.min_version or lo), min(hi, self.max_version or hi) + 1)
+        return range(lo if self.min_version is None else max(lo, self.min_version),
+                     (hi if self.max_version is None else min(hi, self.max_version)) + 1)
 
 
 CASES: list[Case] = []
@@ -132,8 +135,6 @@ def produce_ok(side: Side, v: int, topic: str) -> Steps:
 def produce_acks0(side: Side, v: int, topic: str) -> Steps:
     side.create_topic(topic)
     with side.client() as c:
-        from compat_tests.kafka.wire_client import request_frame
-        from logway.wire.protocol import build, encode_body, request_type
         body = encode_body(build(request_type(0, v), {"acks": 0, "timeout": 30_000, "topic_data": [
             {"name": topic, "partition_data": [{"index": 0, "records": records(2)}]}]}))
         c.send_bytes(request_frame(0, v, body, 99))
@@ -643,3 +644,59 @@ def list_groups(side: Side, v: int, topic: str) -> Steps:
         resp = side.call(16, v, {"states_filter": states, "types_filter": []})
         return {"error_code": resp.error_code, "groups": [g for g in resp.groups if g.group_id == topic]}
     return {"all": listed([]), "Stable": listed(["Stable"]), "Dead": listed(["Dead"])}
+
+
+# --- Malformed requests: what Kafka answers, or whether it closes ----------------------------------
+
+def _raw(side: Side, api_key: int, version: int, body: bytes, *, frame: bytes | None = None) -> Any:
+    """Send raw bytes; the decoded answer, or "closed" when the broker closes the connection instead."""
+    with side.client() as c:
+        c.correlation_id = 7
+        c.send_bytes(frame if frame is not None else request_frame(api_key, version, body, 7))
+        try:
+            return c.decode(api_key, version, c.read_frame())
+        except Closed:
+            return "closed"
+
+
+def _produce_body(v: int, records_bytes: bytes, topic: str) -> bytes:
+    return encode_body(build(request_type(0, v), {"acks": -1, "timeout": 30_000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": records_bytes}]}]}))
+
+
+@case(18, "unsupported version 99 (answered as v0)", max_version=0)
+def malformed_api_versions_version(side: Side, v: int, topic: str) -> Steps:
+    # What a client newer than the broker sends (KIP-511): a flexible header and its own body.
+    body = encode_body(build(request_type(18, 3), CLIENT_SOFTWARE))
+    resp = _raw(side, 18, 0, b"", frame=request_frame(18, 99, body, 7, flexible=True))
+    return {"error_code": resp.error_code, "lists ApiVersions": any(k.api_key == 18 for k in resp.api_keys)}
+
+
+@case(3, "malformed: unknown API key, unsupported version, truncated body, trailing bytes", max_version=1,
+      min_version=1)
+def malformed_frames(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    good = encode_body(build(request_type(3, 1), {"topics": [{"name": topic}]}))
+    return {
+        "unknown API key 999": _raw(side, 3, 1, b"", frame=request_frame(999, 0, b"", 7)),
+        "Metadata v99": _raw(side, 3, 1, b"", frame=request_frame(3, 99, b"", 7)),
+        "topic count 5000, no topics": _raw(side, 3, 1, b"\x00\x00\x13\x88"),
+        "topic count -2": "closed" if _raw(side, 3, 1, b"\xff\xff\xff\xfe") == "closed" else "answered",
+        "truncated topic name": _raw(side, 3, 1, good[:-3]),
+        "trailing bytes": _raw(side, 3, 1, good + b"\x00\x01\x02"),
+        "frame shorter than a header": _raw(side, 3, 1, b"", frame=b"\x00\x00\x00\x03\x00\x03\x00"),
+    }
+
+
+@case(0, "malformed records: garbage, legacy magic 1, truncated batch", min_version=3)
+def malformed_records(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    batch = records(2)
+    legacy = bytearray(batch)
+    legacy[16] = 1  # the magic byte: a v1 message set header would follow
+    return {
+        "garbage": _raw(side, 0, v, _produce_body(v, b"\x01" * 70, topic)),
+        "magic 1": _raw(side, 0, v, _produce_body(v, bytes(legacy), topic)),
+        "truncated batch": _raw(side, 0, v, _produce_body(v, batch[:-5], topic)),
+        "empty records": _raw(side, 0, v, _produce_body(v, b"", topic)),
+    }

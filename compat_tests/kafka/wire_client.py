@@ -28,11 +28,14 @@ class Closed(ConnectionError):
 
 
 def request_frame(api_key: int, version: int, body: bytes, correlation_id: int,
-                  client_id: str | None = "conformance") -> bytes:
-    """Size prefix + request header (v1, or v2 with tagged fields for flexible versions) + body."""
+                  client_id: str | None = "conformance", flexible: bool | None = None) -> bytes:
+    """Size prefix + request header (v1, or v2 with tagged fields for flexible versions) + body.
+
+    ``flexible`` overrides the header version for versions kio does not know (a newer client's).
+    """
     cid = b"" if client_id is None else client_id.encode()
     header = struct.pack(">hhih", api_key, version, correlation_id, -1 if client_id is None else len(cid)) + cid
-    if _flexible(api_key, version):
+    if _flexible(api_key, version) if flexible is None else flexible:
         header += b"\x00"
     payload = header + body
     return struct.pack(">i", len(payload)) + payload
