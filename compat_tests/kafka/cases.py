@@ -368,7 +368,7 @@ def create_topics_bad(side: Side, v: int, topic: str) -> Steps:
 @case(19, "defaults (-1) for partitions and replication factor", min_version=4)
 def create_topics_defaults(side: Side, v: int, topic: str) -> Steps:
     return {"create": _configs_subset(_create(side, v, topic, partitions=-1, rf=-1)),
-            "partitions": len(_metadata(side, 4, [topic], False).topics[0].partitions)}
+            "partitions": side.partition_count(topic)}
 
 
 def _delete(side: Side, v: int, names: list[str]) -> Any:
@@ -407,7 +407,7 @@ def create_partitions(side: Side, v: int, topic: str) -> Steps:
         "same 3": _partitions(side, v, topic, 3),
         "shrink to 2": _partitions(side, v, topic, 2),
         "unknown topic": _partitions(side, v, topic + "-x", 2),
-        "partitions now": len(_metadata(side, 4, [topic], False).topics[0].partitions),
+        "partitions now": side.partition_count(topic),
     }
 
 

@@ -60,6 +60,20 @@ class Side:
             time.sleep(0.05)
         raise TimeoutError(f"{self.name}: no leaders for {name}")
 
+    def partition_count(self, name: str, timeout: float = 10.0) -> int:
+        """Partitions Metadata lists for ``name`` once every one has a leader (Kafka's metadata cache lags
+        CreateTopics / CreatePartitions by a few ms); 0 if the topic does not appear within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        count = 0
+        while time.monotonic() < deadline:
+            t = self.call(3, 4, {"topics": [{"name": name}], "allow_auto_topic_creation": False}).topics[0]
+            if t.error_code.name == "none" and t.partitions and all(p.leader_id >= 0 for p in t.partitions):
+                if len(t.partitions) == count:
+                    return count
+                count = len(t.partitions)
+            time.sleep(0.1)
+        return count
+
     def topic_id(self, name: str) -> Any:
         meta = self.call(3, 12, {"topics": [{"name": name, "topic_id": uuid.UUID(int=0)}],
                                  "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
