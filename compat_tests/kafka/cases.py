@@ -381,7 +381,7 @@ def _delete(side: Side, v: int, names: list[str]) -> Any:
 def delete_topics(side: Side, v: int, topic: str) -> Steps:
     side.create_topic(topic)
     return {"existing": _delete(side, v, [topic]), "again": _delete(side, v, [topic]),
-            "exists after": _metadata(side, 4, [topic], False).topics[0].error_code}
+            "after": side.wait_gone(topic)}
 
 
 @case(20, "by topic id", min_version=6)

@@ -74,6 +74,15 @@ class Side:
             time.sleep(0.1)
         return count
 
+    def wait_gone(self, name: str, timeout: float = 5.0) -> str:
+        """The Metadata error for ``name`` once it is no longer listed (or the last one after ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            code = self.call(3, 4, {"topics": [{"name": name}], "allow_auto_topic_creation": False}).topics[0].error_code
+            if code.name != "none" or time.monotonic() > deadline:
+                return code.name
+            time.sleep(0.05)
+
     def topic_id(self, name: str) -> Any:
         meta = self.call(3, 12, {"topics": [{"name": name, "topic_id": uuid.UUID(int=0)}],
                                  "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
