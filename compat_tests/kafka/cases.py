@@ -462,11 +462,19 @@ def describe_configs_broker(side: Side, v: int, topic: str) -> Steps:
 PROTOCOL = [{"name": "range", "metadata": b"\x00\x01\x00\x00\x00\x00"}]
 
 
+LOADING = ("coordinator_load_in_progress", "coordinator_not_available", "not_coordinator")
+
+
 def _find_coordinator(side: Side, v: int, group: str) -> Any:
+    """FindCoordinator until it names one, then wait until the group's offsets partition is loaded (Kafka
+    answers COORDINATOR_LOAD_IN_PROGRESS to group requests for a few ms after creating __consumer_offsets)."""
     fields = {"key": group, "key_type": 0, "coordinator_keys": [group]}
     if v >= 4:
-        return side.retry(10, v, fields, lambda r: r.coordinators[0].error_code.name == "none")
-    return side.retry(10, v, fields, lambda r: r.error_code.name == "none")
+        found = side.retry(10, v, fields, lambda r: r.coordinators[0].error_code.name == "none")
+    else:
+        found = side.retry(10, v, fields, lambda r: r.error_code.name == "none")
+    side.retry(15, 0, {"groups": [group]}, lambda r: r.groups[0].error_code.name not in LOADING)
+    return found
 
 
 def _join(side: Side, v: int, group: str, member_id: str = "", session_ms: int = 10_000) -> Any:
@@ -700,3 +708,25 @@ def malformed_records(side: Side, v: int, topic: str) -> Steps:
         "truncated batch": _raw(side, 0, v, _produce_body(v, batch[:-5], topic)),
         "empty records": _raw(side, 0, v, _produce_body(v, b"", topic)),
     }
+
+
+@case(11, "rebalance timeout: a member that does not rejoin is removed", min_version=5, max_version=5)
+def join_group_rebalance_timeout(side: Side, v: int, topic: str) -> Steps:
+    _find_coordinator(side, 3, topic)
+
+    def join(member_id: str) -> Any:
+        return side.call(11, v, {"group_id": topic, "session_timeout": 30_000, "rebalance_timeout": 1_000,
+                                 "member_id": member_id, "group_instance_id": None, "protocol_type": "consumer",
+                                 "protocols": PROTOCOL})
+    first = join("")
+    a = join(first.member_id)
+    side.call(14, 3, {"group_id": topic, "generation_id": a.generation_id, "member_id": a.member_id,
+                      "group_instance_id": None, "assignments": [{"member_id": a.member_id, "assignment": b""}]})
+    second = join("")
+    # B's join starts a rebalance; A never rejoins, so after the rebalance timeout (1 s) the group completes
+    # the join without A, and A's next heartbeat learns it is gone.
+    b = join(second.member_id)
+    heartbeat_a = side.call(12, 3, {"group_id": topic, "generation_id": a.generation_id, "member_id": a.member_id,
+                                    "group_instance_id": None})
+    return {"b joined": b, "b is leader": b.leader == b.member_id, "members": len(b.members),
+            "a's heartbeat": heartbeat_a}

@@ -27,8 +27,8 @@ OPEN: dict[tuple, str] = {
     ("ListOffsets", "unsupported special timestamp (-6)"):
         "open: an unknown negative timestamp gets INVALID_REQUEST; Kafka answers UNSUPPORTED_VERSION",
     ("Produce", "idempotent: in order, duplicate, gap, old epoch", 3):
-        "Kafka 4.3.1 on Produce v3 appends the repeated batch again and accepts a sequence gap (observed, "
-        "not explained); Logway deduplicates at every version, as Kafka does from v4",
+        "accepted: Kafka 4.3.1 on Produce v3 appends the repeated batch again and accepts a sequence gap "
+        "(observed, not explained); Logway deduplicates at every version, as Kafka does from v4",
     ("Produce", "idempotent: in order, duplicate, gap, old epoch"):
         "open: a duplicate batch's answer lacks the batch timestamp as log_append_time, and an "
         "OUT_OF_ORDER_SEQUENCE answer has log_start_offset -1 (Kafka: the partition's)",
