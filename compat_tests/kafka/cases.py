@@ -452,8 +452,12 @@ def describe_configs_unknown(side: Side, v: int, topic: str) -> Steps:
 
 @case(32, "broker: common keys")
 def describe_configs_broker(side: Side, v: int, topic: str) -> Steps:
-    keys = ["num.partitions", "log.retention.hours", "log.segment.bytes", "auto.create.topics.enable",
-            "message.max.bytes", "offsets.topic.num.partitions", "group.initial.rebalance.delay.ms"]
+    keys = ["node.id", "broker.id", "num.partitions", "default.replication.factor", "auto.create.topics.enable",
+            "delete.topic.enable", "socket.request.max.bytes", "offsets.topic.num.partitions",
+            "offsets.retention.minutes", "group.initial.rebalance.delay.ms", "group.min.session.timeout.ms",
+            "group.max.session.timeout.ms", "log.retention.hours", "log.retention.ms", "log.retention.bytes",
+            "log.segment.bytes", "log.roll.hours", "log.cleanup.policy", "message.max.bytes", "compression.type",
+            "log.cleaner.min.cleanable.ratio", "connections.max.idle.ms", "no.such.config"]
     return _entries(_describe(side, v, BROKER, "1", keys))
 
 

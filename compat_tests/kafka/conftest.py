@@ -41,7 +41,8 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
 def logway_ref(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     """A Logway process with the same non-default settings as the reference Kafka (COMMON_CONFIG)."""
     overrides: list[str] = []
-    for key, value in COMMON_CONFIG.items():
+    # node.id as the reference's server.properties sets it (so both report it as a static config).
+    for key, value in {**COMMON_CONFIG, "node.id": "1"}.items():
         overrides += ["--override", f"{key}={value}"]
     gw = GatewayProcess(tmp_path_factory.mktemp("logway-ref") / "data", extra_args=tuple(overrides)).start()
     try:

@@ -43,9 +43,6 @@ OPEN: dict[tuple, str] = {
     ("DescribeConfigs", "topic: all entries"):
         "open: topic configs list message.downconversion.enable (removed in Kafka 4) and lack "
         "remote.log.copy.disable / remote.log.delete.on.disable",
-    ("DescribeConfigs", "broker: common keys"):
-        "open: broker configs: only the properties Logway reads are listed, all read_only=false, types guessed, "
-        "no DEFAULT_CONFIG synonym after a STATIC one",
 }
 
 
