@@ -194,6 +194,21 @@ def produce_idempotent(side: Side, v: int, topic: str) -> Steps:
     }
 
 
+@case(0, "idempotent: a newer epoch, then the old one")
+def produce_epochs(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    pid, epoch = _producer_id(side)
+
+    def batch(seq: int, ep: int) -> bytes:
+        return records(1, producer_id=pid, producer_epoch=ep, base_sequence=seq)
+    return {
+        "epoch e, seq 0": _produce(side, v, topic, batch(0, epoch)),
+        "epoch e+1, seq 3 (a new epoch starts at 0)": _produce(side, v, topic, batch(3, epoch + 1)),
+        "epoch e+1, seq 0": _produce(side, v, topic, batch(0, epoch + 1)),
+        "epoch e again (fenced)": _produce(side, v, topic, batch(1, epoch)),
+    }
+
+
 @case(0, "idempotent: unknown producer, sequence not 0")
 def produce_unknown_producer(side: Side, v: int, topic: str) -> Steps:
     side.create_topic(topic)
