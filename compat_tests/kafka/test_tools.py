@@ -116,7 +116,8 @@ def test_consumer_groups_list_describe_and_reset_offsets(bootstrap: str) -> None
 
     tool(GROUPS, "--bootstrap-server", bootstrap, "--reset-offsets", "--group", group, "--topic", f"{topic}:1",
          "--to-offset", "3", "--execute")
-    assert _group_offsets(bootstrap, group)[1][0] == "3"
+    offsets = _group_offsets(bootstrap, group)
+    assert offsets[1][0] == "3" and offsets[0][0] == offsets[0][1]
     out = tool(GROUPS, "--bootstrap-server", bootstrap, "--delete", "--group", group).stdout
     assert "successful" in out.lower()
 
