@@ -96,8 +96,14 @@ def _free_port() -> int:
 
 
 def _cluster_id() -> str:
-    """A random Kafka cluster id: a UUID in URL-safe base64 without padding (what `kafka-storage random-uuid` prints)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A random Kafka cluster id: a UUID in URL-safe base64 without padding (what `kafka-storage random-uuid` prints).
+
+    Like Kafka's Uuid.randomUuid, never one starting with '-': a command line would read it as an option.
+    """
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cid.startswith("-"):
+            return cid
 
 
 @dataclass
@@ -163,7 +169,7 @@ class KafkaCluster:
     def _format(self, node: Node) -> None:
         node.data_dir.mkdir(parents=True, exist_ok=True)
         node.properties_path.write_text(self._properties(node))
-        proc = java("kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(node.properties_path),
+        proc = java("kafka.tools.StorageTool", "format", f"--cluster-id={self.cluster_id}", "-c", str(node.properties_path),
                     "--ignore-formatted")
         if proc.returncode != 0:
             raise RuntimeError(f"kafka-storage format failed for node {node.node_id}:\n{proc.stdout}{proc.stderr}")

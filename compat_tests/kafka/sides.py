@@ -55,10 +55,18 @@ class Side:
             meta = self.call(3, 4, {"topics": [{"name": name}], "allow_auto_topic_creation": False})
             t = meta.topics[0]
             if (t.error_code.name == "none" and len(t.partitions) == partitions
-                    and all(p.error_code.name == "none" and p.leader_id >= 0 for p in t.partitions)):
+                    and all(p.error_code.name == "none" and p.leader_id >= 0 for p in t.partitions)
+                    and self._partitions_hosted(name, partitions)):
                 return
             time.sleep(0.05)
         raise TimeoutError(f"{self.name}: no leaders for {name}")
+
+    def _partitions_hosted(self, name: str, partitions: int) -> bool:
+        """Whether the leader serves every partition: Kafka's metadata cache names a leader a few ms before
+        its replica manager hosts the partition (requests meanwhile get NOT_LEADER_OR_FOLLOWER)."""
+        resp = self.call(2, 1, {"replica_id": -1, "topics": [{"name": name, "partitions": [
+            {"partition_index": i, "timestamp": -1} for i in range(partitions)]}]})
+        return all(p.error_code.name == "none" for p in resp.topics[0].partitions)
 
     def partition_count(self, name: str, timeout: float = 10.0) -> int:
         """Partitions Metadata lists for ``name`` once every one has a leader (Kafka's metadata cache lags
