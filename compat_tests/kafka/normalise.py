@@ -2,7 +2,8 @@
 
 Masked (they differ between any two clusters, not between behaviours): cluster ids, hosts and ports,
 throttle times and error messages (free text). Reduced to whether they are set: member ids, topic ids,
-producer ids and timestamps (a broker's clock). Node ids are compared as they are: the reference Kafka
+producer ids and log append times (a broker's clock). Record timestamps are fixed by the cases, so the
+timestamps ListOffsets answers are compared as they are. Node ids are compared as they are: the reference Kafka
 and Logway both run as node 1. Arrays of entries are sorted by their name / index so order does not count.
 """
 
@@ -16,8 +17,7 @@ from typing import Any
 
 IGNORED = frozenset({"cluster_id", "host", "port", "throttle_time", "error_message", "client_host",
                      "rack", "node_endpoints"})
-PRESENCE = frozenset({"member_id", "leader", "topic_id", "producer_id", "log_append_time", "timestamp",
-                      "timestamp_ms"})
+PRESENCE = frozenset({"member_id", "leader", "topic_id", "producer_id", "log_append_time"})
 SORT_KEYS = ("name", "topic", "partition_index", "partition", "api_key", "node_id", "group_id", "member_id",
              "resource_name", "index")
 
