@@ -380,6 +380,22 @@ def create_topics_bad(side: Side, v: int, topic: str) -> Steps:
     }
 
 
+@case(19, "configs Kafka 4 removed or tightened")
+def create_topics_kafka4_configs(side: Side, v: int, topic: str) -> Steps:
+    return {
+        # KIP-724: message down-conversion and its topic config are gone in Kafka 4.
+        "message.downconversion.enable": _configs_subset(
+            _create(side, v, topic + "-a", configs={"message.downconversion.enable": "false"})),
+        "remote.log.copy.disable": _configs_subset(
+            _create(side, v, topic + "-b", configs={"remote.log.copy.disable": "false"})),
+    }
+
+
+@case(19, "segment.bytes below 1 MiB")
+def create_topics_small_segments(side: Side, v: int, topic: str) -> Steps:
+    return {"65536": _configs_subset(_create(side, v, topic, configs={"segment.bytes": "65536"}))}
+
+
 @case(19, "defaults (-1) for partitions and replication factor", min_version=4)
 def create_topics_defaults(side: Side, v: int, topic: str) -> Steps:
     return {"create": _configs_subset(_create(side, v, topic, partitions=-1, rf=-1)),
