@@ -91,15 +91,17 @@ class LogConfig:
     min_compaction_lag_ms: int = _prop("min.compaction.lag.ms", 0, LONG, _at_least(0))
     max_compaction_lag_ms: int = _prop("max.compaction.lag.ms", LONG_MAX, LONG, _at_least(1))
     # Accepted and described like Kafka so admin tools can set them; a single broker does not act on them.
+    # Kafka 4's set: message.downconversion.enable is gone (KIP-724), the remote.log.* switches are new (KIP-950).
     min_insync_replicas: int = _prop("min.insync.replicas", 1, INT, _at_least(1))
     unclean_leader_election_enable: bool = _prop("unclean.leader.election.enable", False, BOOLEAN)
     preallocate: bool = _prop("preallocate", False, BOOLEAN)
-    message_downconversion_enable: bool = _prop("message.downconversion.enable", True, BOOLEAN)
     leader_replication_throttled_replicas: tuple[str, ...] = _prop("leader.replication.throttled.replicas", (), LIST)
     follower_replication_throttled_replicas: tuple[str, ...] = _prop(
         "follower.replication.throttled.replicas", (), LIST
     )
     remote_storage_enable: bool = _prop("remote.storage.enable", False, BOOLEAN)
+    remote_log_copy_disable: bool = _prop("remote.log.copy.disable", False, BOOLEAN)
+    remote_log_delete_on_disable: bool = _prop("remote.log.delete.on.disable", False, BOOLEAN)
     local_retention_ms: int = _prop("local.retention.ms", -2, LONG, _at_least(-2))
     local_retention_bytes: int = _prop("local.retention.bytes", -2, LONG, _at_least(-2))
 
@@ -190,7 +192,6 @@ _SYNONYMS: dict[str, list[tuple[str, int]]] = {
     "min.insync.replicas": [("min.insync.replicas", 1)],
     "unclean.leader.election.enable": [("unclean.leader.election.enable", 1)],
     "preallocate": [("log.preallocate", 1)],
-    "message.downconversion.enable": [("log.message.downconversion.enable", 1)],
     "local.retention.ms": [("log.local.retention.ms", 1)],
     "local.retention.bytes": [("log.local.retention.bytes", 1)],
 }

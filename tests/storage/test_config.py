@@ -67,3 +67,12 @@ def test_broker_synonyms_cover_the_log_properties():
     assert BROKER_TO_TOPIC["log.cleaner.delete.retention.ms"] == "delete.retention.ms"
     with pytest.raises(InvalidConfig):
         LogConfig.from_broker_properties({"log.retention.hours": "many"})
+
+
+def test_topic_configs_are_kafka_4s():
+    """Kafka 4 dropped message.downconversion.enable (KIP-724) and has the remote.log.* switches (KIP-950)."""
+    with pytest.raises(InvalidConfig, match="Unknown topic config name: message.downconversion.enable"):
+        LogConfig.from_properties({"message.downconversion.enable": "false"})
+    config = LogConfig.from_properties({"remote.log.copy.disable": "true"})
+    assert config.to_properties()["remote.log.copy.disable"] == "true"
+    assert config.to_properties()["remote.log.delete.on.disable"] == "false"

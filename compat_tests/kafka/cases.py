@@ -1,0 +1,767 @@
+"""The conformance cases: request sequences sent alike to Apache Kafka and to Logway.
+
+A case is a function ``(side, version, topic) -> {step: response}``; the harness runs it against both
+brokers with the same topic name and compares the normalised responses. ``CASES`` lists each case with
+the API it is about and the versions it runs at (all the versions Logway advertises, unless the case
+needs a newer field).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from compat_tests.kafka.sides import BASE_TIMESTAMP, Side, corrupt, records
+from compat_tests.kafka.wire_client import Closed, request_frame
+from logway.wire.protocol import build, encode_body, request_type
+
+NO_ID = uuid.UUID(int=0)
+
+# The versions Logway advertises (README "APIs served"); test_api_versions checks them against the server.
+LOGWAY_VERSIONS = {
+    0: (3, 11), 1: (4, 17), 2: (1, 8), 3: (0, 12), 8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4),
+    13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 18: (0, 4), 19: (2, 7), 20: (1, 6), 22: (0, 5), 23: (2, 4),
+    32: (1, 4), 37: (0, 3), 42: (0, 2), 47: (0, 0), 60: (0, 1),
+}
+API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
+             10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
+             15: "DescribeGroups", 16: "ListGroups", 18: "ApiVersions", 19: "CreateTopics", 20: "DeleteTopics",
+             22: "InitProducerId", 23: "OffsetForLeaderEpoch", 32: "DescribeConfigs", 37: "CreatePartitions",
+             42: "DeleteGroups", 47: "OffsetDelete", 60: "DescribeCluster"}
+
+Steps = dict[str, Any]
+CaseFn = Callable[[Side, int, str], Steps]
+
+
+@dataclass(frozen=True)
+class Case:
+    api_key: int
+    name: str
+    fn: CaseFn
+    min_version: int | None = None
+    max_version: int | None = None
+
+    def versions(self) -> range:
+        lo, hi = LOGWAY_VERSIONS[self.api_key]
+        return range(lo if self.min_version is None else max(lo, self.min_version),
+                     (hi if self.max_version is None else min(hi, self.max_version)) + 1)
+
+
+CASES: list[Case] = []
+
+
+def case(api_key: int, name: str, min_version: int | None = None, max_version: int | None = None):
+    def register(fn: CaseFn) -> CaseFn:
+        CASES.append(Case(api_key, name, fn, min_version, max_version))
+        return fn
+    return register
+
+
+# --- ApiVersions -----------------------------------------------------------------------------------
+
+CLIENT_SOFTWARE = {"client_software_name": "conformance", "client_software_version": "1.0"}
+
+
+@case(18, "error code")
+def api_versions_ok(side: Side, v: int, topic: str) -> Steps:
+    resp = side.call(18, v, CLIENT_SOFTWARE)
+    return {"error_code": resp.error_code}
+
+
+@case(18, "invalid client software name", min_version=3)
+def api_versions_bad_software(side: Side, v: int, topic: str) -> Steps:
+    # KIP-511: names must match [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])? or the broker answers INVALID_REQUEST.
+    resp = side.call(18, v, {"client_software_name": "bad name!", "client_software_version": "1.0"})
+    return {"error_code": resp.error_code}
+
+
+# --- Metadata --------------------------------------------------------------------------------------
+
+def _metadata(side: Side, v: int, topics: list[str] | None, auto_create: bool) -> Any:
+    fields: dict[str, Any] = {"topics": None if topics is None else [{"name": t, "topic_id": NO_ID} for t in topics],
+                              "allow_auto_topic_creation": auto_create, "include_cluster_authorized_operations": False,
+                              "include_topic_authorized_operations": False}
+    return side.call(3, v, fields)
+
+
+@case(3, "existing topic")
+def metadata_existing(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic, partitions=2)
+    return {"metadata": _metadata(side, v, [topic], False)}
+
+
+@case(3, "no topics requested", min_version=1)  # v0: an empty list means all topics
+def metadata_empty(side: Side, v: int, topic: str) -> Steps:
+    resp = _metadata(side, v, [], False)
+    return {"brokers": [b.node_id for b in resp.brokers], "topics": resp.topics}
+
+
+@case(3, "unknown topic, auto-create off", min_version=4)
+def metadata_unknown(side: Side, v: int, topic: str) -> Steps:
+    return {"metadata": _metadata(side, v, [topic], False)}
+
+
+@case(3, "unknown topic, auto-create")
+def metadata_auto_create(side: Side, v: int, topic: str) -> Steps:
+    first = _metadata(side, v, [topic], True).topics[0].error_code
+    side.wait_for_leaders(topic, 1)
+    # Kafka creates the topic through the controller and first answers UNKNOWN_TOPIC_OR_PARTITION (clients
+    # retry); Logway creates it at once and answers NONE. Accepted difference (KAFKA_DIFFERENCES.md).
+    assert first.name in ("none", "unknown_topic_or_partition"), first
+    return {"then": _metadata(side, v, [topic], True)}
+
+
+@case(3, "invalid topic name")
+def metadata_invalid_name(side: Side, v: int, topic: str) -> Steps:
+    return {"metadata": _metadata(side, v, ["bad name!", "a" * 250], True)}
+
+
+# --- Produce ---------------------------------------------------------------------------------------
+
+def _produce(side: Side, v: int, topic: str, batch: bytes, partition: int = 0, acks: int = -1) -> Any:
+    return side.call(0, v, {"acks": acks, "timeout": 30_000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]})
+
+
+@case(0, "append twice")
+def produce_ok(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    return {"first": _produce(side, v, topic, records(2)), "second": _produce(side, v, topic, records(3))}
+
+
+@case(0, "acks 0 answers nothing, appends")
+def produce_acks0(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    with side.client() as c:
+        body = encode_body(build(request_type(0, v), {"acks": 0, "timeout": 30_000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": 0, "records": records(2)}]}]}))
+        c.send_bytes(request_frame(0, v, body, 99))
+        c.correlation_id = 99
+        listed = c.call(2, 1, {"replica_id": -1, "topics": [{"name": topic, "partitions": [
+            {"partition_index": 0, "timestamp": -1}]}]})
+    return {"latest after acks=0": listed}
+
+
+@case(0, "invalid required acks")
+def produce_bad_acks(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    return {"acks=2": _produce(side, v, topic, records(1), acks=2)}
+
+
+@case(0, "corrupt CRC")
+def produce_corrupt(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    return {"corrupt": _produce(side, v, topic, corrupt(records(2)))}
+
+
+@case(0, "unknown partition")
+def produce_unknown_partition(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    return {"partition 7": _produce(side, v, topic, records(1), partition=7)}
+
+
+@case(0, "unknown topic")
+def produce_unknown_topic(side: Side, v: int, topic: str) -> Steps:
+    return {"unknown": _produce(side, v, topic, records(1))}
+
+
+@case(0, "batch larger than max.message.bytes")
+def produce_too_large(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic, configs={"max.message.bytes": "1000"})
+    return {"too large": _produce(side, v, topic, records(4, value_size=600))}
+
+
+def _producer_id(side: Side) -> tuple[int, int]:
+    resp = side.call(22, 1, {"transactional_id": None, "transaction_timeout": 60_000})
+    return resp.producer_id, resp.producer_epoch
+
+
+@case(0, "idempotent: in order, duplicate, gap, old epoch")
+def produce_idempotent(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    pid, epoch = _producer_id(side)
+
+    def batch(seq: int, count: int = 2, ep: int = epoch) -> bytes:
+        return records(count, producer_id=pid, producer_epoch=ep, base_sequence=seq)
+    return {
+        "seq 0": _produce(side, v, topic, batch(0)),
+        "seq 2": _produce(side, v, topic, batch(2)),
+        "seq 2 again (duplicate)": _produce(side, v, topic, batch(2)),
+        "seq 9 (gap)": _produce(side, v, topic, batch(9)),
+        "older epoch": _produce(side, v, topic, batch(4, ep=max(epoch - 1, 0))) if epoch > 0 else None,
+    }
+
+
+@case(0, "idempotent: a newer epoch, then the old one")
+def produce_epochs(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    pid, epoch = _producer_id(side)
+
+    def batch(seq: int, ep: int) -> bytes:
+        return records(1, producer_id=pid, producer_epoch=ep, base_sequence=seq)
+    return {
+        "epoch e, seq 0": _produce(side, v, topic, batch(0, epoch)),
+        "epoch e+1, seq 3 (a new epoch starts at 0)": _produce(side, v, topic, batch(3, epoch + 1)),
+        "epoch e+1, seq 0": _produce(side, v, topic, batch(0, epoch + 1)),
+        "epoch e again (fenced)": _produce(side, v, topic, batch(1, epoch)),
+    }
+
+
+@case(0, "idempotent: unknown producer, sequence not 0")
+def produce_unknown_producer(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    return {"seq 5": _produce(side, v, topic, records(1, producer_id=123456, producer_epoch=0, base_sequence=5))}
+
+
+# --- Fetch -----------------------------------------------------------------------------------------
+
+def _fetch(side: Side, v: int, topic: str, offset: int, *, max_bytes: int = 1 << 20, partition_max: int = 1 << 20,
+           isolation: int = 0, topic_id: Any = None, partition: int = 0) -> Any:
+    part = {"partition": partition, "fetch_offset": offset, "partition_max_bytes": partition_max,
+            "log_start_offset": -1, "current_leader_epoch": -1, "last_fetched_epoch": -1}
+    t: dict[str, Any] = {"topic": topic, "partitions": [part]}
+    if v >= 13:
+        t["topic_id"] = topic_id if topic_id is not None else side.topic_id(topic)
+    return side.call(1, v, {"replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": max_bytes,
+                            "isolation_level": isolation, "session_id": 0, "session_epoch": -1,
+                            "topics": [t], "forgotten_topics_data": [], "rack_id": ""})
+
+
+def _with_data(side: Side, topic: str) -> None:
+    side.create_topic(topic)
+    side.produce(topic, records(2))
+    side.produce(topic, records(3))
+
+
+@case(1, "from 0 and from the middle of a batch")
+def fetch_ok(side: Side, v: int, topic: str) -> Steps:
+    _with_data(side, topic)
+    return {"from 0": _fetch(side, v, topic, 0), "from 3": _fetch(side, v, topic, 3),
+            "at the end": _fetch(side, v, topic, 5)}
+
+
+@case(1, "offset out of range")
+def fetch_out_of_range(side: Side, v: int, topic: str) -> Steps:
+    _with_data(side, topic)
+    return {"past the end": _fetch(side, v, topic, 100), "negative": _fetch(side, v, topic, -5)}
+
+
+@case(1, "max_bytes 0 and partition_max_bytes 0")
+def fetch_zero_bytes(side: Side, v: int, topic: str) -> Steps:
+    _with_data(side, topic)
+    return {"max_bytes 0": _fetch(side, v, topic, 0, max_bytes=0),
+            "partition_max_bytes 0": _fetch(side, v, topic, 0, partition_max=0),
+            "max_bytes 10": _fetch(side, v, topic, 0, max_bytes=10)}
+
+
+@case(1, "read_committed")
+def fetch_read_committed(side: Side, v: int, topic: str) -> Steps:
+    _with_data(side, topic)
+    return {"read_committed": _fetch(side, v, topic, 0, isolation=1)}
+
+
+@case(1, "unknown partition")
+def fetch_unknown_partition(side: Side, v: int, topic: str) -> Steps:
+    _with_data(side, topic)
+    return {"partition 9": _fetch(side, v, topic, 0, partition=9)}
+
+
+@case(1, "unknown topic name", max_version=12)
+def fetch_unknown_topic(side: Side, v: int, topic: str) -> Steps:
+    return {"unknown": _fetch(side, v, topic, 0)}
+
+
+@case(1, "unknown topic id", min_version=13)
+def fetch_unknown_topic_id(side: Side, v: int, topic: str) -> Steps:
+    return {"unknown id": _fetch(side, v, "", 0, topic_id=uuid.UUID(int=12345))}
+
+
+# --- ListOffsets -----------------------------------------------------------------------------------
+
+SPECIAL_TIMESTAMPS = {"latest (-1)": -1, "earliest (-2)": -2, "max timestamp (-3)": -3,
+                      "earliest local (-4)": -4, "latest tiered (-5)": -5}
+MIN_VERSION_OF = {-3: 7, -4: 8, -5: 9}
+
+
+def _list_offsets(side: Side, v: int, topic: str, timestamp: int, partition: int = 0, isolation: int = 0) -> Any:
+    return side.call(2, v, {"replica_id": -1, "isolation_level": isolation, "topics": [{"name": topic, "partitions": [
+        {"partition_index": partition, "timestamp": timestamp, "current_leader_epoch": -1}]}]})
+
+
+@case(2, "special timestamps")
+def list_offsets_special(side: Side, v: int, topic: str) -> Steps:
+    _with_data(side, topic)
+    return {name: _list_offsets(side, v, topic, ts) for name, ts in SPECIAL_TIMESTAMPS.items()
+            if v >= MIN_VERSION_OF.get(ts, 0)}
+
+
+@case(2, "special timestamps, empty partition")
+def list_offsets_empty(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    return {name: _list_offsets(side, v, topic, ts) for name, ts in SPECIAL_TIMESTAMPS.items()
+            if v >= MIN_VERSION_OF.get(ts, 0)}
+
+
+@case(2, "by timestamp")
+def list_offsets_by_time(side: Side, v: int, topic: str) -> Steps:
+    _with_data(side, topic)
+    return {"first record's": _list_offsets(side, v, topic, BASE_TIMESTAMP),
+            "third record's": _list_offsets(side, v, topic, BASE_TIMESTAMP + 2),
+            "after all": _list_offsets(side, v, topic, BASE_TIMESTAMP + 1000),
+            "before all": _list_offsets(side, v, topic, 0)}
+
+
+@case(2, "unsupported special timestamp (-6)")
+def list_offsets_bad_timestamp(side: Side, v: int, topic: str) -> Steps:
+    _with_data(side, topic)
+    return {"-6": _list_offsets(side, v, topic, -6)}
+
+
+@case(2, "unknown partition and topic")
+def list_offsets_unknown(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    return {"partition 4": _list_offsets(side, v, topic, -1, partition=4),
+            "unknown topic": _list_offsets(side, v, topic + "-x", -1)}
+
+
+@case(2, "read_committed", min_version=2)
+def list_offsets_committed(side: Side, v: int, topic: str) -> Steps:
+    _with_data(side, topic)
+    return {"latest, read_committed": _list_offsets(side, v, topic, -1, isolation=1)}
+
+
+# --- CreateTopics / DeleteTopics / CreatePartitions ------------------------------------------------
+
+def _create(side: Side, v: int, name: str, partitions: int = 1, rf: int = 1, configs: dict[str, str] | None = None,
+            validate_only: bool = False) -> Any:
+    return side.call(19, v, {"topics": [{
+        "name": name, "num_partitions": partitions, "replication_factor": rf,
+        "configs": [{"name": k, "value": val} for k, val in (configs or {}).items()]}],
+        "timeout": 30_000, "validate_only": validate_only})
+
+
+def _configs_subset(resp: Any) -> Any:
+    """CreateTopics v5+ lists every topic config: compare the topic's result without it (DescribeConfigs covers it)."""
+    return [{"name": t.name, "error_code": t.error_code, "num_partitions": getattr(t, "num_partitions", None),
+             "replication_factor": getattr(t, "replication_factor", None)} for t in resp.topics]
+
+
+@case(19, "create, then again")
+def create_topics_ok(side: Side, v: int, topic: str) -> Steps:
+    return {"create": _configs_subset(_create(side, v, topic, partitions=3)),
+            "again": _configs_subset(_create(side, v, topic, partitions=3))}
+
+
+@case(19, "returned configs", min_version=5)
+def create_topics_configs(side: Side, v: int, topic: str) -> Steps:
+    resp = _create(side, v, topic, configs={"retention.ms": "1234", "cleanup.policy": "compact"})
+    return {"configs": {c.name: (c.value, c.config_source, c.read_only, c.is_sensitive) for c in resp.topics[0].configs
+                        if c.name not in FORMAT_ARTEFACTS}}
+
+
+@case(19, "validate_only")
+def create_topics_validate(side: Side, v: int, topic: str) -> Steps:
+    resp = _create(side, v, topic, partitions=2, validate_only=True)
+    return {"validate": _configs_subset(resp), "exists after": _metadata(side, 4, [topic], False).topics[0].error_code}
+
+
+@case(19, "bad configs and arguments")
+def create_topics_bad(side: Side, v: int, topic: str) -> Steps:
+    return {
+        "unknown config": _configs_subset(_create(side, v, topic + "-a", configs={"no.such.config": "1"})),
+        "bad value": _configs_subset(_create(side, v, topic + "-b", configs={"retention.ms": "soon"})),
+        "bad enum value": _configs_subset(_create(side, v, topic + "-c", configs={"cleanup.policy": "keep"})),
+        "replication factor 3 on one node": _configs_subset(_create(side, v, topic + "-d", rf=3)),
+        "zero partitions": _configs_subset(_create(side, v, topic + "-e", partitions=0)),
+        "invalid name": _configs_subset(_create(side, v, "bad name!")),
+        "name too long": _configs_subset(_create(side, v, "x" * 250)),
+    }
+
+
+@case(19, "configs Kafka 4 removed or tightened")
+def create_topics_kafka4_configs(side: Side, v: int, topic: str) -> Steps:
+    return {
+        # KIP-724: message down-conversion and its topic config are gone in Kafka 4.
+        "message.downconversion.enable": _configs_subset(
+            _create(side, v, topic + "-a", configs={"message.downconversion.enable": "false"})),
+        "remote.log.copy.disable": _configs_subset(
+            _create(side, v, topic + "-b", configs={"remote.log.copy.disable": "false"})),
+    }
+
+
+@case(19, "segment.bytes below 1 MiB")
+def create_topics_small_segments(side: Side, v: int, topic: str) -> Steps:
+    return {"65536": _configs_subset(_create(side, v, topic, configs={"segment.bytes": "65536"}))}
+
+
+@case(19, "defaults (-1) for partitions and replication factor", min_version=4)
+def create_topics_defaults(side: Side, v: int, topic: str) -> Steps:
+    return {"create": _configs_subset(_create(side, v, topic, partitions=-1, rf=-1)),
+            "partitions": side.partition_count(topic)}
+
+
+def _delete(side: Side, v: int, names: list[str]) -> Any:
+    if v >= 6:
+        return side.call(20, v, {"topics": [{"name": n, "topic_id": NO_ID} for n in names], "timeout": 30_000})
+    return side.call(20, v, {"topic_names": names, "timeout": 30_000})
+
+
+@case(20, "existing and unknown")
+def delete_topics(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    return {"existing": _delete(side, v, [topic]), "again": _delete(side, v, [topic]),
+            "after": side.wait_gone(topic)}
+
+
+@case(20, "by topic id", min_version=6)
+def delete_topics_by_id(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    tid = side.topic_id(topic)
+    by_id = side.call(20, v, {"topics": [{"name": None, "topic_id": tid}], "timeout": 30_000})
+    unknown = side.call(20, v, {"topics": [{"name": None, "topic_id": uuid.UUID(int=99)}], "timeout": 30_000})
+    return {"by id": by_id, "unknown id": unknown}
+
+
+def _partitions(side: Side, v: int, topic: str, count: int, validate_only: bool = False) -> Any:
+    return side.call(37, v, {"topics": [{"name": topic, "count": count, "assignments": None}],
+                             "timeout": 30_000, "validate_only": validate_only})
+
+
+@case(37, "grow, same, shrink, validate_only, unknown")
+def create_partitions(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    return {
+        "validate_only 4": _partitions(side, v, topic, 4, validate_only=True),
+        "grow to 3": _partitions(side, v, topic, 3),
+        "same 3": _partitions(side, v, topic, 3),
+        "shrink to 2": _partitions(side, v, topic, 2),
+        "unknown topic": _partitions(side, v, topic + "-x", 2),
+        "partitions now": side.partition_count(topic),
+    }
+
+
+# --- DescribeConfigs -------------------------------------------------------------------------------
+
+TOPIC, BROKER = 2, 4
+
+
+def _describe(side: Side, v: int, rtype: int, name: str, keys: list[str] | None, synonyms: bool = True) -> Any:
+    return side.call(32, v, {"resources": [{"resource_type": rtype, "resource_name": name, "configuration_keys": keys}],
+                             "include_synonyms": synonyms, "include_documentation": False})
+
+
+# Kafka's storage format writes min.insync.replicas as a cluster-level dynamic default (source 3, KIP-966);
+# Logway has no dynamic configs. Accepted difference (KAFKA_DIFFERENCES.md): that entry is not compared.
+FORMAT_ARTEFACTS = frozenset({"min.insync.replicas"})
+
+
+def _entries(resp: Any) -> Steps:
+    r = resp.results[0]
+    return {"error_code": r.error_code,
+            "entries": {c.name: c for c in r.configs if c.name not in FORMAT_ARTEFACTS}}
+
+
+@case(32, "topic: all entries")
+def describe_configs_topic(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic, configs={"retention.ms": "3600000", "cleanup.policy": "compact"})
+    return _entries(_describe(side, v, TOPIC, topic, None))
+
+
+@case(32, "topic: chosen keys, unknown key")
+def describe_configs_keys(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic, configs={"segment.bytes": "1048576"})
+    return _entries(_describe(side, v, TOPIC, topic, ["segment.bytes", "retention.ms", "no.such.key"]))
+
+
+@case(32, "unknown topic, bad resource type")
+def describe_configs_unknown(side: Side, v: int, topic: str) -> Steps:
+    return {"unknown topic": _describe(side, v, TOPIC, topic, None),
+            "resource type 99": _describe(side, v, 99, topic, None)}
+
+
+@case(32, "broker: common keys")
+def describe_configs_broker(side: Side, v: int, topic: str) -> Steps:
+    keys = ["node.id", "broker.id", "num.partitions", "default.replication.factor", "auto.create.topics.enable",
+            "delete.topic.enable", "socket.request.max.bytes", "offsets.topic.num.partitions",
+            "offsets.retention.minutes", "group.initial.rebalance.delay.ms", "group.min.session.timeout.ms",
+            "group.max.session.timeout.ms", "log.retention.hours", "log.retention.ms", "log.retention.bytes",
+            "log.segment.bytes", "log.roll.hours", "log.cleanup.policy", "message.max.bytes", "compression.type",
+            "log.cleaner.min.cleanable.ratio", "connections.max.idle.ms", "no.such.config"]
+    return _entries(_describe(side, v, BROKER, "1", keys))
+
+
+# --- Group coordination ----------------------------------------------------------------------------
+
+PROTOCOL = [{"name": "range", "metadata": b"\x00\x01\x00\x00\x00\x00"}]
+
+
+LOADING = ("coordinator_load_in_progress", "coordinator_not_available", "not_coordinator")
+
+
+def _find_coordinator(side: Side, v: int, group: str) -> Any:
+    """FindCoordinator until it names one, then wait until the group's offsets partition is loaded (Kafka
+    answers COORDINATOR_LOAD_IN_PROGRESS to group requests for a few ms after creating __consumer_offsets)."""
+    fields = {"key": group, "key_type": 0, "coordinator_keys": [group]}
+    if v >= 4:
+        found = side.retry(10, v, fields, lambda r: r.coordinators[0].error_code.name == "none")
+    else:
+        found = side.retry(10, v, fields, lambda r: r.error_code.name == "none")
+    side.retry(15, 0, {"groups": [group]}, lambda r: r.groups[0].error_code.name not in LOADING)
+    return found
+
+
+def _join(side: Side, v: int, group: str, member_id: str = "", session_ms: int = 10_000) -> Any:
+    return side.call(11, v, {"group_id": group, "session_timeout": session_ms, "rebalance_timeout": 10_000,
+                             "member_id": member_id, "group_instance_id": None, "protocol_type": "consumer",
+                             "protocols": PROTOCOL, "reason": None})
+
+
+def _joined(side: Side, group: str) -> tuple[str, int]:
+    """A one-member group, joined and synced with JoinGroup v5 / SyncGroup v3: (member id, generation)."""
+    _find_coordinator(side, 3, group)
+    first = _join(side, 5, group)
+    resp = _join(side, 5, group, first.member_id) if first.error_code.name == "member_id_required" else first
+    side.call(14, 3, {"group_id": group, "generation_id": resp.generation_id, "member_id": resp.member_id,
+                      "group_instance_id": None, "assignments": [{"member_id": resp.member_id, "assignment": b""}]})
+    return resp.member_id, resp.generation_id
+
+
+@case(10, "group coordinator")
+def find_coordinator(side: Side, v: int, topic: str) -> Steps:
+    return {"coordinator": _find_coordinator(side, v, topic)}
+
+
+@case(10, "transaction coordinator, unknown key type", min_version=1)
+def find_coordinator_other(side: Side, v: int, topic: str) -> Steps:
+    fields = {"key": topic, "key_type": 7, "coordinator_keys": [topic]}
+    resp = side.call(10, v, fields)
+    return {"key type 7": resp.coordinators[0].error_code if v >= 4 else resp.error_code}
+
+
+@case(11, "new member: join twice")
+def join_group(side: Side, v: int, topic: str) -> Steps:
+    _find_coordinator(side, 3, topic)
+    first = _join(side, v, topic)
+    out = {"first": first}
+    if first.error_code.name == "member_id_required":
+        out["with the member id"] = _join(side, v, topic, first.member_id)
+    return out
+
+
+@case(11, "unknown member id, bad session timeout")
+def join_group_errors(side: Side, v: int, topic: str) -> Steps:
+    _find_coordinator(side, 3, topic)
+    return {"unknown member": _join(side, v, topic, "nobody-1234"),
+            "session 1 ms": _join(side, v, topic + "-b", session_ms=1),
+            "empty protocol type": side.call(11, v, {"group_id": topic + "-c", "session_timeout": 10_000,
+                                                      "rebalance_timeout": 10_000, "member_id": "",
+                                                      "protocol_type": "", "protocols": []})}
+
+
+@case(14, "sync: ok, wrong generation, unknown member")
+def sync_group(side: Side, v: int, topic: str) -> Steps:
+    member, gen = _joined(side, topic)
+
+    def sync(m: str, g: int) -> Any:
+        return side.call(14, v, {"group_id": topic, "generation_id": g, "member_id": m, "group_instance_id": None,
+                                 "protocol_type": "consumer", "protocol_name": "range",
+                                 "assignments": [{"member_id": m, "assignment": b"\x00\x01"}]})
+    return {"ok": sync(member, gen), "wrong generation": sync(member, gen + 5), "unknown member": sync("nobody", gen)}
+
+
+@case(12, "heartbeat: ok, wrong generation, unknown member, unknown group")
+def heartbeat(side: Side, v: int, topic: str) -> Steps:
+    member, gen = _joined(side, topic)
+
+    def beat(group: str, m: str, g: int) -> Any:
+        return side.call(12, v, {"group_id": group, "generation_id": g, "member_id": m, "group_instance_id": None})
+    return {"ok": beat(topic, member, gen), "wrong generation": beat(topic, member, gen + 1),
+            "unknown member": beat(topic, "nobody", gen), "unknown group": beat(topic + "-none", "nobody", 1)}
+
+
+@case(13, "leave: member, unknown member")
+def leave_group(side: Side, v: int, topic: str) -> Steps:
+    member, _gen = _joined(side, topic)
+
+    def leave(m: str) -> Any:
+        return side.call(13, v, {"group_id": topic, "member_id": m,
+                                 "members": [{"member_id": m, "group_instance_id": None, "reason": None}]})
+    return {"unknown member": leave("nobody"), "member": leave(member)}
+
+
+def _commit(side: Side, v: int, group: str, topic: str, member: str, gen: int, offset: int = 1) -> Any:
+    return side.call(8, v, {"group_id": group, "generation_id_or_member_epoch": gen, "member_id": member,
+                            "group_instance_id": None, "retention_time": -1, "topics": [{"name": topic, "partitions": [
+                                {"partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
+                                 "committed_metadata": "m", "commit_timestamp": -1}]}]})
+
+
+def _offset_fetch(side: Side, v: int, group: str, topic: str) -> Any:
+    if v >= 8:
+        return side.call(9, v, {"groups": [{"group_id": group, "topics": [{"name": topic, "partition_indexes": [0, 1]}]}],
+                                "require_stable": True})
+    return side.call(9, v, {"group_id": group, "topics": [{"name": topic, "partition_indexes": [0, 1]}],
+                            "require_stable": True})
+
+
+@case(8, "commit: member, wrong generation, unknown member, simple consumer")
+def offset_commit(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    member, gen = _joined(side, topic)
+    return {"member": _commit(side, v, topic, topic, member, gen, 3),
+            "wrong generation": _commit(side, v, topic, topic, member, gen + 3),
+            "unknown member": _commit(side, v, topic, topic, "nobody", gen),
+            "simple consumer, other group": _commit(side, v, topic + "-simple", topic, "", -1, 2),
+            "unknown topic": _commit(side, v, topic + "-simple", topic + "-none", "", -1, 2),
+            "fetched": _offset_fetch(side, 5, topic, topic)}
+
+
+@case(9, "committed, not committed, unknown group")
+def offset_fetch(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    _find_coordinator(side, 3, topic)
+    _commit(side, 5, topic, topic, "", -1, 7)
+    return {"committed": _offset_fetch(side, v, topic, topic),
+            "unknown group": _offset_fetch(side, v, topic + "-none", topic)}
+
+
+@case(15, "describe: stable group, unknown group")
+def describe_groups(side: Side, v: int, topic: str) -> Steps:
+    _joined(side, topic)
+    resp = side.call(15, v, {"groups": [topic, topic + "-none"], "include_authorized_operations": False})
+    return {"describe": resp}
+
+
+@case(42, "delete: non-empty, empty, unknown")
+def delete_groups(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    _joined(side, topic)
+    _find_coordinator(side, 3, topic + "-e")
+    _commit(side, 5, topic + "-e", topic, "", -1, 1)
+    return {"delete": side.call(42, v, {"groups_names": [topic, topic + "-e", topic + "-none"]})}
+
+
+@case(47, "offset delete: subscribed-free group, unknown group")
+def offset_delete(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    _find_coordinator(side, 3, topic)
+    _commit(side, 5, topic, topic, "", -1, 1)
+
+    def delete(group: str) -> Any:
+        return side.call(47, v, {"group_id": group, "topics": [{"name": topic, "partitions": [{"partition_index": 0}]}]})
+    return {"delete": delete(topic), "unknown group": delete(topic + "-none")}
+
+
+# --- Others ----------------------------------------------------------------------------------------
+
+@case(22, "idempotent producer id")
+def init_producer_id(side: Side, v: int, topic: str) -> Steps:
+    return {"init": side.call(22, v, {"transactional_id": None, "transaction_timeout": 60_000,
+                                      "producer_id": -1, "producer_epoch": -1})}
+
+
+@case(23, "epochs of a new topic")
+def offset_for_leader_epoch(side: Side, v: int, topic: str) -> Steps:
+    _with_data(side, topic)
+
+    def ask(epoch: int, partition: int = 0) -> Any:
+        return side.call(23, v, {"replica_id": -1, "topics": [{"topic": topic, "partitions": [
+            {"partition": partition, "current_leader_epoch": -1, "leader_epoch": epoch}]}]})
+    return {"epoch 0": ask(0), "epoch 5": ask(5), "unknown partition": ask(0, 3)}
+
+
+@case(60, "cluster")
+def describe_cluster(side: Side, v: int, topic: str) -> Steps:
+    resp = side.call(60, v, {"include_cluster_authorized_operations": False, "endpoint_type": 1})
+    return {"error_code": resp.error_code, "brokers": [b.broker_id for b in resp.brokers],
+            "controller_id": resp.controller_id}
+
+
+@case(16, "list: a stable group, states filter")
+def list_groups(side: Side, v: int, topic: str) -> Steps:
+    _joined(side, topic)
+
+    def listed(states: list[str]) -> Any:
+        resp = side.call(16, v, {"states_filter": states, "types_filter": []})
+        return {"error_code": resp.error_code, "groups": [g for g in resp.groups if g.group_id == topic]}
+    return {"all": listed([]), "Stable": listed(["Stable"]), "Dead": listed(["Dead"])}
+
+
+# --- Malformed requests: what Kafka answers, or whether it closes ----------------------------------
+
+def _raw(side: Side, api_key: int, version: int, body: bytes, *, frame: bytes | None = None) -> Any:
+    """Send raw bytes; the decoded answer, or "closed" when the broker closes the connection instead."""
+    with side.client() as c:
+        c.correlation_id = 7
+        c.send_bytes(frame if frame is not None else request_frame(api_key, version, body, 7))
+        try:
+            return c.decode(api_key, version, c.read_frame())
+        except Closed:
+            return "closed"
+
+
+def _produce_body(v: int, records_bytes: bytes, topic: str) -> bytes:
+    return encode_body(build(request_type(0, v), {"acks": -1, "timeout": 30_000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": records_bytes}]}]}))
+
+
+@case(18, "unsupported version 99 (answered as v0)", max_version=0)
+def malformed_api_versions_version(side: Side, v: int, topic: str) -> Steps:
+    # What a client newer than the broker sends (KIP-511): a flexible header and its own body.
+    body = encode_body(build(request_type(18, 3), CLIENT_SOFTWARE))
+    resp = _raw(side, 18, 0, b"", frame=request_frame(18, 99, body, 7, flexible=True))
+    return {"error_code": resp.error_code, "lists ApiVersions": any(k.api_key == 18 for k in resp.api_keys)}
+
+
+@case(3, "malformed: unknown API key, unsupported version, truncated body, trailing bytes", max_version=1,
+      min_version=1)
+def malformed_frames(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    good = encode_body(build(request_type(3, 1), {"topics": [{"name": topic}]}))
+    return {
+        "unknown API key 999": _raw(side, 3, 1, b"", frame=request_frame(999, 0, b"", 7)),
+        "Metadata v99": _raw(side, 3, 1, b"", frame=request_frame(3, 99, b"", 7)),
+        "topic count 5000, no topics": _raw(side, 3, 1, b"\x00\x00\x13\x88"),
+        "topic count -2": "closed" if _raw(side, 3, 1, b"\xff\xff\xff\xfe") == "closed" else "answered",
+        "truncated topic name": _raw(side, 3, 1, good[:-3]),
+        "trailing bytes": _raw(side, 3, 1, good + b"\x00\x01\x02"),
+        "frame shorter than a header": _raw(side, 3, 1, b"", frame=b"\x00\x00\x00\x03\x00\x03\x00"),
+    }
+
+
+@case(0, "malformed records: garbage, legacy magic 1, truncated batch", min_version=3)
+def malformed_records(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    batch = records(2)
+    legacy = bytearray(batch)
+    legacy[16] = 1  # the magic byte: a v1 message set header would follow
+    return {
+        "garbage": _raw(side, 0, v, _produce_body(v, b"\x01" * 70, topic)),
+        "magic 1": _raw(side, 0, v, _produce_body(v, bytes(legacy), topic)),
+        "truncated batch": _raw(side, 0, v, _produce_body(v, batch[:-5], topic)),
+        "empty records": _raw(side, 0, v, _produce_body(v, b"", topic)),
+    }
+
+
+@case(11, "rebalance timeout: a member that does not rejoin is removed", min_version=5, max_version=5)
+def join_group_rebalance_timeout(side: Side, v: int, topic: str) -> Steps:
+    _find_coordinator(side, 3, topic)
+
+    def join(member_id: str) -> Any:
+        return side.call(11, v, {"group_id": topic, "session_timeout": 30_000, "rebalance_timeout": 1_000,
+                                 "member_id": member_id, "group_instance_id": None, "protocol_type": "consumer",
+                                 "protocols": PROTOCOL})
+    first = join("")
+    a = join(first.member_id)
+    side.call(14, 3, {"group_id": topic, "generation_id": a.generation_id, "member_id": a.member_id,
+                      "group_instance_id": None, "assignments": [{"member_id": a.member_id, "assignment": b""}]})
+    second = join("")
+    # B's join starts a rebalance; A never rejoins, so after the rebalance timeout (1 s) the group completes
+    # the join without A, and A's next heartbeat learns it is gone.
+    b = join(second.member_id)
+    heartbeat_a = side.call(12, 3, {"group_id": topic, "generation_id": a.generation_id, "member_id": a.member_id,
+                                    "group_instance_id": None})
+    return {"b joined": b, "b is leader": b.leader == b.member_id, "members": len(b.members),
+            "a's heartbeat": heartbeat_a}

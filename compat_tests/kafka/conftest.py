@@ -1,0 +1,67 @@
+"""Session fixtures: the reference Apache Kafka (one KRaft node) and a Logway process configured alike."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+# --import-mode=importlib does not put the repository root on sys.path; compat_tests.kafka is imported from it.
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from compat_tests.kafka.cluster import COMMON_CONFIG, KafkaCluster  # noqa: E402
+
+
+def _root_conftest() -> ModuleType:
+    """The repository's root conftest.py as pytest loaded it (its module name depends on the import mode and
+    on which other conftest.py files came first, so it is found by path), else loaded under its own name."""
+    path = str(ROOT / "conftest.py")
+    for module in list(sys.modules.values()):
+        if getattr(module, "__file__", None) == path:
+            return module
+    spec = importlib.util.spec_from_file_location("logway_root_conftest", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+GatewayProcess = _root_conftest().GatewayProcess
+
+
+def _require_java() -> None:
+    missing = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"the Apache Kafka reference needs {' and '.join(missing)} on PATH")
+
+
+@pytest.fixture(scope="session")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """One Apache Kafka node (broker + controller), started once per session."""
+    _require_java()
+    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka"), nodes=1).start()
+    print(f"\nApache Kafka ready in {cluster.start_seconds:.1f}s at {cluster.bootstrap}")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def logway_ref(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
+    """A Logway process with the same non-default settings as the reference Kafka (COMMON_CONFIG)."""
+    overrides: list[str] = []
+    # node.id as the reference's server.properties sets it (so both report it as a static config).
+    for key, value in {**COMMON_CONFIG, "node.id": "1"}.items():
+        overrides += ["--override", f"{key}={value}"]
+    gw = GatewayProcess(tmp_path_factory.mktemp("logway-ref") / "data", extra_args=tuple(overrides)).start()
+    try:
+        yield gw
+    finally:
+        gw.stop()
