@@ -27,12 +27,6 @@ class FromVersion(NamedTuple):
 
 # (API name, case name) or (API name, case name, version) -> reason; see KAFKA_DIFFERENCES.md.
 OPEN: dict[tuple, str | FromVersion] = {
-    ("Fetch", "offset out of range"):
-        "open: OFFSET_OUT_OF_RANGE partitions carry the real high watermark / log start offset; Kafka sends -1",
-    ("Fetch", "unknown partition"): "open: error partitions have aborted_transactions null; Kafka sends []",
-    ("Fetch", "unknown topic id"): "open: error partitions have aborted_transactions null; Kafka sends []",
-    ("Fetch", "unknown topic name"):
-        "open: Logway closes the connection on a Fetch for an unknown topic; Kafka answers UNKNOWN_TOPIC_OR_PARTITION",
     ("ListOffsets", "unsupported special timestamp (-6)"):
         "open: an unknown negative timestamp gets INVALID_REQUEST; Kafka answers UNSUPPORTED_VERSION",
     ("Produce", "idempotent: in order, duplicate, gap, old epoch", 3):
@@ -47,8 +41,6 @@ OPEN: dict[tuple, str | FromVersion] = {
     ("CreateTopics", "segment.bytes below 1 MiB"):
         "open: Logway accepts segment.bytes down to 14 (its own tests roll tiny segments through it); Kafka 4 "
         "answers INVALID_CONFIG below 1048576",
-    ("Produce", "malformed records: garbage, legacy magic 1, truncated batch"):
-        "open: undecodable record batches get CORRUPT_MESSAGE; Kafka 4 answers INVALID_RECORD",
     ("Metadata", "malformed: unknown API key, unsupported version, truncated body, trailing bytes"):
         "open: an array length below -1 closes the connection; Kafka reads any negative length of a "
         "nullable array as null",

@@ -49,7 +49,10 @@ def _collect(ctx, request, names: list[str | None]) -> tuple[list[FetchTopicResu
         results = []
         info = broker.logs.topics.get(name) if name is not None else None
         for p in topic.partitions:
-            result = FetchPartitionResult(p.partition)
+            # Kafka answers an unknown topic or partition with an empty aborted-transactions list (its error
+            # response), and a failed read (OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, ...) with a null list and -1
+            # offsets (ReplicaManager's LogReadResult of the exception, FetchDataInfo.empty).
+            result = FetchPartitionResult(p.partition, aborted_transactions=[])
             results.append(result)
             if name is None:
                 result.error_code = ErrorCode.unknown_topic_id
@@ -65,11 +68,10 @@ def _collect(ctx, request, names: list[str | None]) -> tuple[list[FetchTopicResu
                 continue
             except Exception as exc:  # OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, KAFKA_STORAGE_ERROR, ...
                 result.error_code = _error_code(exc, name, p.partition, p.fetch_offset)
-                result.high_watermark = plog.high_watermark
-                result.last_stable_offset = plog.high_watermark
-                result.log_start_offset = plog.log_start_offset
+                result.aborted_transactions = None
                 error = True
                 continue
+            result.aborted_transactions = None
             result.high_watermark = plog.high_watermark
             result.last_stable_offset = plog.high_watermark
             result.log_start_offset = plog.log_start_offset
