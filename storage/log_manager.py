@@ -97,51 +97,8 @@ class LogManager:
         self._lock_log_dirs()
         try:
             for log_dir in self.log_dirs:
-                clean = (log_dir / CLEAN_SHUTDOWN_FILE).exists()
-                recovery_points = read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
-                start_offsets = read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
-                cleaner_offsets = read_checkpoint(log_dir / CLEANER_OFFSET_CHECKPOINT)
-                for entry in sorted(os.listdir(log_dir)):
-                    path = log_dir / entry
-                    if not path.is_dir():
-                        continue
-                    if entry.endswith(DELETE_DIR_SUFFIX):
-                        shutil.rmtree(path, ignore_errors=True)
-                        continue
-                    parsed = _parse_partition_dir(entry)
-                    if parsed is None:
-                        log.warning("ignoring %s: not a <topic>-<partition> directory", path)
-                        continue
-                    topic, partition = parsed
-                    if partition in found.get(topic, {}):
-                        raise KafkaStorageError(f"duplicate log directories for {entry}: {found[topic][partition].dir}, {path}")
-                    if topic not in metadata:
-                        metadata[topic] = (_read_topic_id(path) or uuid.uuid4(), _read_properties(path))
-                    plog = found.setdefault(topic, {})[partition] = PartitionLog(
-                        path,
-                        topic,
-                        partition,
-                        self._topic_config(topic, metadata[topic][1]),
-                        recovery_point=recovery_points.get(parsed, 0),
-                        log_start_offset=start_offsets.get(parsed, 0),
-                        clean_shutdown=clean,
-                        clock_ms=self._clock,
-                        cleaner_offset=cleaner_offsets.get(parsed),
-                        cleaner_config=self.cleaner_config,
-                        on_offline=self._log_dir_failed,
-                    )
-                    self.recovery_loss.add(plog.recovery_loss)
-            for name, logs in found.items():
-                topic_id, overrides = metadata[name]
-                topic = Topic(name, topic_id, self._topic_config(name, overrides), overrides)
-                self.topics[name] = topic
-                for p in range(max(logs) + 1):
-                    if p not in logs:
-                        log.warning("partition %s-%d is missing from every log dir; recreating it empty", name, p)
-                        logs[p] = self._new_partition(topic, p)
-                    topic.partitions.append(logs[p])
-                    if not (logs[p].dir / PARTITION_METADATA_FILE).exists():
-                        _write_topic_id(logs[p].dir, topic_id)  # keep the id stable from now on
+                self._load_log_dir(log_dir, found, metadata)
+            self._assemble_topics(found, metadata)
         except BaseException:
             for logs in found.values():
                 for plog in logs.values():
@@ -152,6 +109,62 @@ class LogManager:
         self.checkpoint()
         for log_dir in self.log_dirs:
             (log_dir / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
+
+    def _load_log_dir(
+        self, log_dir: Path, found: dict[str, dict[int, PartitionLog]],
+        metadata: dict[str, tuple[uuid.UUID, dict[str, str]]],
+    ) -> None:
+        """Load (and recover) every partition directory of one log dir into ``found``; finish pending deletions."""
+        clean = (log_dir / CLEAN_SHUTDOWN_FILE).exists()
+        recovery_points = read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
+        start_offsets = read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
+        cleaner_offsets = read_checkpoint(log_dir / CLEANER_OFFSET_CHECKPOINT)
+        for entry in sorted(os.listdir(log_dir)):
+            path = log_dir / entry
+            if not path.is_dir():
+                continue
+            if entry.endswith(DELETE_DIR_SUFFIX):
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            parsed = _parse_partition_dir(entry)
+            if parsed is None:
+                log.warning("ignoring %s: not a <topic>-<partition> directory", path)
+                continue
+            topic, partition = parsed
+            if partition in found.get(topic, {}):
+                raise KafkaStorageError(f"duplicate log directories for {entry}: {found[topic][partition].dir}, {path}")
+            if topic not in metadata:
+                metadata[topic] = (_read_topic_id(path) or uuid.uuid4(), _read_properties(path))
+            plog = found.setdefault(topic, {})[partition] = PartitionLog(
+                path,
+                topic,
+                partition,
+                self._topic_config(topic, metadata[topic][1]),
+                recovery_point=recovery_points.get(parsed, 0),
+                log_start_offset=start_offsets.get(parsed, 0),
+                clean_shutdown=clean,
+                clock_ms=self._clock,
+                cleaner_offset=cleaner_offsets.get(parsed),
+                cleaner_config=self.cleaner_config,
+                on_offline=self._log_dir_failed,
+            )
+            self.recovery_loss.add(plog.recovery_loss)
+
+    def _assemble_topics(
+        self, found: dict[str, dict[int, PartitionLog]], metadata: dict[str, tuple[uuid.UUID, dict[str, str]]],
+    ) -> None:
+        """Make the topics from the loaded partitions; a partition missing from every log dir is recreated empty."""
+        for name, logs in found.items():
+            topic_id, overrides = metadata[name]
+            topic = Topic(name, topic_id, self._topic_config(name, overrides), overrides)
+            self.topics[name] = topic
+            for p in range(max(logs) + 1):
+                if p not in logs:
+                    log.warning("partition %s-%d is missing from every log dir; recreating it empty", name, p)
+                    logs[p] = self._new_partition(topic, p)
+                topic.partitions.append(logs[p])
+                if not (logs[p].dir / PARTITION_METADATA_FILE).exists():
+                    _write_topic_id(logs[p].dir, topic_id)  # keep the id stable from now on
 
     def close(self) -> None:
         """Flush and close every log, write checkpoints, then mark each log dir as cleanly shut down."""

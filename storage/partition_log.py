@@ -201,6 +201,21 @@ class PartitionLog:
         """Open the segments, recover what may be torn, and rebuild producer state (Kafka's LogLoader)."""
         now = self._clock()
         self.dir.mkdir(parents=True, exist_ok=True)
+        segments = self._recover_segments(self._segment_bases(now), recovery_point, log_start_offset,
+                                          clean_shutdown, now)
+        self._set_segments(tuple(segments))
+        self._log_end_offset = segments[-1].end_offset
+        self._log_start_offset = min(max(log_start_offset, segments[0].base_offset), self._log_end_offset)
+        self._recovery_point = self._log_end_offset if clean_shutdown else min(recovery_point, self._log_end_offset)
+        self._last_flush_ms = now
+        self._rebuild_producer_state()
+        for seg in self._segments:
+            if seg.end_offset > self._recovery_point:
+                seg.flush()  # what recovery kept is synced before its descriptors go (flush skips closed files)
+            seg.release_files()  # loading is done with them: idle partitions keep no descriptors open
+
+    def _segment_bases(self, now: int) -> list[int]:
+        """The base offsets of the segment files, oldest first, after removing leftovers and finishing swaps."""
         bases = []
         swaps = []
         for name in os.listdir(self.dir):
@@ -218,6 +233,12 @@ class PartitionLog:
         for base in sorted(swaps):
             self._complete_swap(base, bases, now)
         bases.sort()
+        return bases
+
+    def _recover_segments(
+        self, bases: list[int], recovery_point: int, log_start_offset: int, clean_shutdown: bool, now: int,
+    ) -> list[LogSegment]:
+        """Open the segments; recover those that may be torn (an invalid batch ends the log)."""
         segments: list[LogSegment] = []
         try:
             for base in bases:
@@ -244,16 +265,7 @@ class PartitionLog:
             for seg in segments:
                 seg.close()
             raise
-        self._set_segments(tuple(segments))
-        self._log_end_offset = segments[-1].end_offset
-        self._log_start_offset = min(max(log_start_offset, segments[0].base_offset), self._log_end_offset)
-        self._recovery_point = self._log_end_offset if clean_shutdown else min(recovery_point, self._log_end_offset)
-        self._last_flush_ms = now
-        self._rebuild_producer_state()
-        for seg in self._segments:
-            if seg.end_offset > self._recovery_point:
-                seg.flush()  # what recovery kept is synced before its descriptors go (flush skips closed files)
-            seg.release_files()  # loading is done with them: idle partitions keep no descriptors open
+        return segments
 
     def _report_loss(self, seg: LogSegment, truncated: int, later: list[LogSegment]) -> None:
         """WARN about data recovery removed and count it (Kafka's "Corruption found in segment ..." warning)."""
