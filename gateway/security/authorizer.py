@@ -23,6 +23,7 @@ from pathlib import Path
 
 WILDCARD = "*"
 WILDCARD_PRINCIPAL = "User:*"
+ANONYMOUS = "User:ANONYMOUS"
 CLUSTER_NAME = "kafka-cluster"
 ACL_FILE = "logway-acls.json"
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -248,20 +249,12 @@ class Authorizer:
 
     # --- persistence --------------------------------------------------------------------------------
 
+    def snapshot(self) -> str:
+        """All ACLs as the file's text (taken on the event loop; written by ``write_file`` off it)."""
+        return json.dumps({"version": 1, "acls": [asdict(a) for a in sorted(self.acls, key=_sort_key)]}, indent=1)
+
     def save(self, path: Path) -> None:
-        """All ACLs to ``path`` atomically (temp file, fsync, rename, fsync of the directory)."""
-        tmp = path.with_name(path.name + ".tmp")
-        data = json.dumps({"version": 1, "acls": [asdict(a) for a in sorted(self.acls, key=_sort_key)]}, indent=1)
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        write_file(path, self.snapshot())
 
     def load(self, path: Path) -> None:
         """The ACLs saved in ``path``, if it exists; a damaged file raises ValueError (a start-up error)."""
@@ -275,6 +268,21 @@ class Authorizer:
                 self.add(acl)
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{path}: cannot read the ACLs: {exc}") from None
+
+
+def write_file(path: Path, data: str) -> None:
+    """Write ``data`` to ``path`` atomically: temp file, fsync, rename, fsync of the directory."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _result(acl: AclBinding, principal: str, host: str, operation: int) -> Permission | None:
