@@ -8,6 +8,7 @@ INVALID_TOPIC_EXCEPTION, as Kafka answers both.
 from __future__ import annotations
 
 from logway.gateway.apis.metadata import INTERNAL_TOPICS
+from logway.gateway.security.authorizer import Operation, ResourceType
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
 
@@ -43,6 +44,9 @@ async def handle(ctx, request):
                 if name is None:
                     raise KafkaError("This server does not host this topic ID.", ErrorCode.unknown_topic_id)
                 result["name"] = name
+            if not ctx.authorized(Operation.DELETE, ResourceType.TOPIC, name):
+                # KafkaApis.handleDeleteTopicsRequest: TOPIC DELETE (and DESCRIBE to resolve an id).
+                raise KafkaError("Authorization failed.", ErrorCode.topic_authorization_failed)
             if topic_id is None and name in broker.logs.topics:
                 result["topic_id"] = broker.logs.topics[name].topic_id
             _delete(broker, name)

@@ -3,6 +3,7 @@ refused with UNSUPPORTED_ENDPOINT_TYPE, as a broker does)."""
 
 from __future__ import annotations
 
+from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -19,6 +20,8 @@ async def handle(ctx, request):
     adv = broker.config.advertised
     endpoint_type = getattr(request, "endpoint_type", BROKERS_ENDPOINT)
     error = ErrorCode.none if endpoint_type == BROKERS_ENDPOINT else ErrorCode.unsupported_endpoint_type
+    if error == ErrorCode.none and not ctx.authorized(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        error = ErrorCode.cluster_authorization_failed  # KafkaApis.handleDescribeCluster: CLUSTER DESCRIBE
     return build(response_type(API_KEY, ctx.version), {
         "throttle_time": 0, "error_code": error, "error_message": None, "endpoint_type": endpoint_type,
         "cluster_id": broker.cluster_id, "controller_id": broker.node_id,

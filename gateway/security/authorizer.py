@@ -207,6 +207,8 @@ class Authorizer:
         this type (an ALLOW on some pattern that no DENY on '*' or a covering prefix cancels)?"""
         if principal in self.super_users:
             return True
+        if self.allow_if_no_acl and not any(acl.resource_type == resource_type for acl in self.acls):
+            return True
         denied = [acl for acl in self.acls if acl.resource_type == resource_type
                   and _result(acl, principal, host, operation) is Permission.DENY]
         for acl in self.acls:
