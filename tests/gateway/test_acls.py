@@ -4,6 +4,8 @@ made with User:ANONYMOUS a super user, and the gateway is restarted without it t
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka.admin import (
@@ -12,10 +14,11 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    ConfigResource,
     ResourcePatternType,
     ResourceType,
 )
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import (
     ACLFilter,
     ACLOperation,
@@ -26,7 +29,13 @@ from kafka.admin import (
     ResourcePatternFilter,
 )
 from kafka.admin import ResourceType as KResourceType
-from kafka.errors import GroupAuthorizationFailedError, SecurityDisabledError, TopicAuthorizationFailedError
+from kafka.errors import (
+    CoordinatorLoadInProgressError,
+    GroupAuthorizationFailedError,
+    SecurityDisabledError,
+    TopicAuthorizationFailedError,
+)
+from kafka.structs import OffsetAndMetadata
 
 from logway.gateway.in_process import InProcessGateway
 
@@ -47,6 +56,16 @@ def admin(gateway: InProcessGateway) -> AdminClient:
 def create(client: AdminClient, bindings: list[AclBinding]) -> None:
     for future in client.create_acls(bindings, request_timeout=10).values():
         future.result()
+
+
+def list_groups(kadmin: KafkaAdminClient) -> list:
+    """ListGroups, retried while the restarted coordinator loads its groups (COORDINATOR_LOAD_IN_PROGRESS)."""
+    for _ in range(50):
+        try:
+            return kadmin.list_groups()
+        except CoordinatorLoadInProgressError:
+            time.sleep(0.1)
+    return kadmin.list_groups()
 
 
 @pytest.fixture
@@ -174,5 +193,55 @@ def test_read_only_principal_consumes_but_cannot_produce_or_see_other_topics(dat
                 break
         denied.close()
         assert errors == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+    finally:
+        gateway.stop()
+
+
+def test_admin_apis_are_checked_as_kafka_checks_them(data_dir):
+    """TOPIC CREATE/DELETE/DESCRIBE_CONFIGS on 'a-' topics only; groups listed only when describable."""
+    gateway = start(data_dir, **{"super.users": ANON})
+    try:
+        kadmin = KafkaAdminClient(bootstrap_servers=gateway.bootstrap)
+        kadmin.create_topics([NewTopic(t, 1, 1) for t in ("a-1", "a-2", "b-1")])
+        for group in ("a-g", "b-g"):
+            committer = KafkaConsumer(bootstrap_servers=gateway.bootstrap, group_id=group)
+            committer.assign([TopicPartition("a-1", 0)])
+            committer.commit({TopicPartition("a-1", 0): OffsetAndMetadata(0, "", -1)})
+            committer.close()
+        kadmin.close()
+        client = admin(gateway)
+        create(client, [
+            binding(ResourceType.TOPIC, "a-", ResourcePatternType.PREFIXED, AclOperation.CREATE),
+            binding(ResourceType.TOPIC, "a-", ResourcePatternType.PREFIXED, AclOperation.DELETE),
+            binding(ResourceType.TOPIC, "a-", ResourcePatternType.PREFIXED, AclOperation.ALTER_CONFIGS),
+            binding(ResourceType.GROUP, "a-", ResourcePatternType.PREFIXED, AclOperation.DESCRIBE),
+        ])
+    finally:
+        gateway.stop()
+
+    gateway = start(data_dir)
+    try:
+        kadmin = KafkaAdminClient(bootstrap_servers=gateway.bootstrap)
+        kadmin.create_topics([NewTopic("a-new", 1, 1)])
+        with pytest.raises(TopicAuthorizationFailedError):
+            kadmin.create_topics([NewTopic("b-new", 1, 1)])
+        with pytest.raises(TopicAuthorizationFailedError):
+            kadmin.delete_topics(["b-1"])
+        kadmin.delete_topics(["a-2"])
+        client = admin(gateway)
+        allowed, denied = ConfigResource(ConfigResource.Type.TOPIC, "a-1"), ConfigResource(ConfigResource.Type.TOPIC, "b-1")
+        futures = client.describe_configs([allowed, denied], request_timeout=10)
+        assert "retention.ms" in futures[allowed].result(10)  # ALTER_CONFIGS implies DESCRIBE_CONFIGS
+        with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED|[Aa]uthoriz"):
+            futures[denied].result(10)
+        assert [g["group_id"] for g in list_groups(kadmin)] == ["a-g"]
+        kadmin.close()
+    finally:
+        gateway.stop()
+    gateway = start(data_dir, **{"super.users": ANON})
+    try:
+        kadmin = KafkaAdminClient(bootstrap_servers=gateway.bootstrap)
+        assert set(kadmin.list_topics()) - {"__consumer_offsets"} == {"a-1", "a-new", "b-1"}  # denied: left alone
+        kadmin.close()
     finally:
         gateway.stop()
