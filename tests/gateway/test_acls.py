@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -236,12 +236,22 @@ def test_admin_apis_are_checked_as_kafka_checks_them(data_dir):
             futures[denied].result(10)
         assert [g["group_id"] for g in list_groups(kadmin)] == ["a-g"]
         kadmin.close()
+        # Metadata auto-creates a topic only with CREATE on it (CLUSTER CREATE would do too).
+        probe = Producer({"bootstrap.servers": gateway.bootstrap, "allow.auto.create.topics": True})
+        assert probe.list_topics("a-auto", timeout=10).topics["a-auto"].error is None
+        refused = probe.list_topics("b-auto", timeout=10).topics["b-auto"].error
+        assert refused is not None and refused.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        # An idempotent producer needs CLUSTER IDEMPOTENT_WRITE or WRITE on some topic (InitProducerId).
+        producer = Producer({"bootstrap.servers": gateway.bootstrap, "enable.idempotence": True})
+        producer.produce("a-1", b"x")
+        with pytest.raises(KafkaException, match="CLUSTER_AUTHORIZATION_FAILED"):
+            producer.flush(5)
     finally:
         gateway.stop()
     gateway = start(data_dir, **{"super.users": ANON})
     try:
         kadmin = KafkaAdminClient(bootstrap_servers=gateway.bootstrap)
-        assert set(kadmin.list_topics()) - {"__consumer_offsets"} == {"a-1", "a-new", "b-1"}  # denied: left alone
+        assert set(kadmin.list_topics()) - {"__consumer_offsets"} == {"a-1", "a-auto", "a-new", "b-1"}  # denied: left alone
         kadmin.close()
     finally:
         gateway.stop()
