@@ -14,6 +14,7 @@ Checks look up dicts by (type, name) and by (type, prefix) for the prefix length
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 from collections import defaultdict
@@ -320,6 +321,13 @@ def parse_super_users(value: str) -> frozenset[str]:
 
 
 def client_host(peer: str) -> str:
-    """The client's address from a Connection.peer ("host:port"), as Kafka's clientAddress().getHostAddress()."""
-    host = peer.rsplit(":", 1)[0]
-    return host.strip("[]")
+    """The client's address from a Connection.peer ("host:port"), as Kafka's clientAddress().getHostAddress():
+    an IPv4 peer on a dual-stack listener (::ffff:10.0.0.1) is its IPv4 address, as Java's InetAddress gives it."""
+    host = peer.rsplit(":", 1)[0].strip("[]")
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)

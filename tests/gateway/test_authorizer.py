@@ -14,6 +14,7 @@ from logway.gateway.security.authorizer import (
     PatternType,
     Permission,
     ResourceType,
+    client_host,
     parse_super_users,
 )
 
@@ -242,3 +243,13 @@ def test_acls_persist_through_a_file(tmp_path):
     (tmp_path / "acls.json").write_text("{not json")
     with pytest.raises(ValueError, match="cannot read the ACLs"):
         Authorizer().load(tmp_path / "acls.json")
+
+
+@pytest.mark.parametrize(("peer", "host"), [
+    ("10.0.0.1:5555", "10.0.0.1"),
+    ("::1:5555", "::1"),
+    ("::ffff:10.0.0.1:5555", "10.0.0.1"),  # an IPv4 client of a dual-stack listener, as Java sees it
+    ("?", "?"),
+])
+def test_client_host_is_the_address_kafka_matches_acl_hosts_against(peer, host):
+    assert client_host(peer) == host
