@@ -255,3 +255,38 @@ def test_admin_apis_are_checked_as_kafka_checks_them(data_dir):
         kadmin.close()
     finally:
         gateway.stop()
+
+
+def test_acl_changes_apply_at_once_hosts_match_and_the_no_acl_default_stops_at_the_first_acl(data_dir):
+    """allow.everyone.if.no.acl.found=true: a topic without ACLs is open; an ACL for another host closes it
+    (an ACL now applies to it and none allows); an ALLOW for this host opens it; a DENY for it wins."""
+    gateway = start(data_dir, **{"allow.everyone.if.no.acl.found": "true"})
+    try:
+        client = admin(gateway)
+
+        def produce_error() -> type[Exception] | None:
+            producer = KafkaProducer(bootstrap_servers=gateway.bootstrap, max_block_ms=3000, retries=0)
+            try:
+                producer.send("open", b"x").get(10)
+                return None
+            except TopicAuthorizationFailedError as exc:
+                return type(exc)
+            finally:
+                producer.close()
+
+        def write(permission, host: str) -> AclBinding:
+            return AclBinding(ResourceType.TOPIC, "open", ResourcePatternType.LITERAL, ANON, host,
+                              AclOperation.WRITE, permission)
+
+        assert produce_error() is None
+        create(client, [write(AclPermissionType.DENY, "10.9.9.9")])
+        assert produce_error() is TopicAuthorizationFailedError
+        create(client, [write(AclPermissionType.ALLOW, "127.0.0.1")])
+        assert produce_error() is None
+        create(client, [write(AclPermissionType.DENY, "127.0.0.1")])
+        assert produce_error() is TopicAuthorizationFailedError
+        for future in client.delete_acls([EVERYTHING]).values():
+            assert len(future.result()) == 3
+        assert produce_error() is None
+    finally:
+        gateway.stop()
