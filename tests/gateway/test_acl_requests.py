@@ -93,6 +93,9 @@ CASES = [
                                                                  "partition_max_bytes": 1 << 20}]}],
                       "forgotten_topics_data": []},
      lambda r: r.responses[0].partitions[0].error_code, E.topic_authorization_failed),
+    ("OffsetForLeaderEpoch", 23, 4, {"replica_id": -1, "topics": [{"topic": "t", "partitions": [
+        {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}]},
+     lambda r: r.topics[0].partitions[0].error_code, E.topic_authorization_failed),
     ("Metadata named", 3, 12, {"topics": [{"name": "t", "topic_id": None}], "allow_auto_topic_creation": True,
                                 "include_topic_authorized_operations": False},
      lambda r: r.topics[0].error_code, E.topic_authorization_failed),
