@@ -41,7 +41,14 @@ from logway.gateway.apis import (
     produce,
     sync_group,
 )
-from logway.gateway.security.authorizer import ANONYMOUS, Operation, ResourceType, client_host
+from logway.gateway.security.authorizer import (
+    ANONYMOUS,
+    SUPPORTED_OPERATIONS,
+    Operation,
+    ResourceType,
+    client_host,
+    operations_bitfield,
+)
 from logway.wire.fetch import Chunk
 from logway.wire.protocol import (
     MalformedRequest,
@@ -121,6 +128,13 @@ class RequestContext:
         if authorizer is None:
             return True
         return authorizer.authorize(self.principal, client_host(self.connection.peer), operation, resource_type, name)
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
+        """The *_authorized_operations bitfield for a resource: every supported operation without an authorizer."""
+        authorizer = self.connection.broker.authorizer
+        if authorizer is None:
+            return operations_bitfield(SUPPORTED_OPERATIONS[resource_type])
+        return authorizer.authorized_operations(self.principal, client_host(self.connection.peer), resource_type, name)
 
     def denied_topics(self, operation: Operation, names) -> set[str]:
         """The topics among ``names`` the principal may not ``operation`` (one branch without an authorizer)."""

@@ -93,6 +93,15 @@ def metadata_existing(side: Side, v: int, topic: str) -> Steps:
     return {"metadata": _metadata(side, v, [topic], False)}
 
 
+@case(3, "authorized operations asked for, no authorizer", min_version=8)
+def metadata_authorized_operations(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    resp = side.call(3, v, {"topics": [{"name": topic, "topic_id": NO_ID}], "allow_auto_topic_creation": False,
+                            "include_cluster_authorized_operations": True, "include_topic_authorized_operations": True})
+    return {"topic": [t.topic_authorized_operations for t in resp.topics],
+            "cluster": getattr(resp, "cluster_authorized_operations", None)}
+
+
 @case(3, "no topics requested", min_version=1)  # v0: an empty list means all topics
 def metadata_empty(side: Side, v: int, topic: str) -> Steps:
     resp = _metadata(side, v, [], False)
@@ -702,6 +711,12 @@ def create_acls_disabled(side: Side, v: int, topic: str) -> Steps:
 def delete_acls_disabled(side: Side, v: int, topic: str) -> Steps:
     resp = side.call(31, v, {"filters": [_ANY_FILTER]})
     return {"results": [(r.error_code, r.error_message, r.matching_acls) for r in resp.filter_results]}
+
+
+@case(60, "authorized operations asked for, no authorizer")
+def describe_cluster_operations(side: Side, v: int, topic: str) -> Steps:
+    resp = side.call(60, v, {"include_cluster_authorized_operations": True, "endpoint_type": 1})
+    return {"error_code": resp.error_code, "operations": resp.cluster_authorized_operations}
 
 
 @case(16, "list: a stable group, states filter")

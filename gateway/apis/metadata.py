@@ -2,8 +2,8 @@
 
 v0: an empty topic list means all topics; v1+: null means all, empty means none; v1 adds controller_id,
 is_internal and rack; v2 cluster_id; v3 throttle_time_ms; v4 allow_auto_topic_creation (earlier
-versions always allow it); v5 offline_replicas; v7 leader_epoch; v8 authorized operations (we answer
-"not requested": -2147483648); v9 flexible; v10 topic ids (a request may name topics by id: unknown
+versions always allow it); v5 offline_replicas; v7 leader_epoch; v8 authorized operations (when asked for:
+the operations the principal may do, every supported one without an authorizer, as Kafka's AuthHelper); v9 flexible; v10 topic ids (a request may name topics by id: unknown
 ids get UNKNOWN_TOPIC_ID); v11 drops cluster authorized operations; v12 allows null topic names in the
 response for id lookups. Auto-creation follows auto.create.topics.enable with num.partitions, and an
 auto-created topic is answered at once (this broker is its own controller, nothing to wait for).
@@ -118,6 +118,14 @@ async def handle(ctx, request):
                 entries.append(_lookup(ctx, name, allow_create))
             except UnknownTopicOrPartition:
                 entries.append(topic_entry(broker, name, ErrorCode.unknown_topic_or_partition))
+    cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
+    if 8 <= ctx.version <= 10 and request.include_cluster_authorized_operations:
+        cluster_operations = (ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
+                              if ctx.authorized(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME) else 0)
+    if ctx.version >= 8 and request.include_topic_authorized_operations:
+        for entry in entries:
+            if entry["error_code"] == ErrorCode.none:
+                entry["topic_authorized_operations"] = ctx.authorized_operations(ResourceType.TOPIC, entry["name"])
     adv = broker.config.advertised
     return build(response_type(API_KEY, ctx.version), {
         "throttle_time": 0,
@@ -125,5 +133,5 @@ async def handle(ctx, request):
         "cluster_id": broker.cluster_id,
         "controller_id": broker.node_id,
         "topics": entries,
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        "cluster_authorized_operations": cluster_operations,
     })

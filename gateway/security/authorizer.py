@@ -84,6 +84,23 @@ _IMPLIED_BY: dict[Operation, frozenset[Operation]] = {
 }
 
 
+# AclEntry.supportedOperations: the operations an *_authorized_operations bitfield covers, per resource type.
+SUPPORTED_OPERATIONS: dict[int, tuple[Operation, ...]] = {
+    ResourceType.TOPIC: (Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DESCRIBE, Operation.DELETE,
+                         Operation.ALTER, Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS),
+    ResourceType.GROUP: (Operation.READ, Operation.DESCRIBE, Operation.DELETE, Operation.DESCRIBE_CONFIGS,
+                         Operation.ALTER_CONFIGS),
+    ResourceType.CLUSTER: (Operation.CREATE, Operation.CLUSTER_ACTION, Operation.DESCRIBE_CONFIGS,
+                           Operation.ALTER_CONFIGS, Operation.IDEMPOTENT_WRITE, Operation.ALTER, Operation.DESCRIBE),
+    ResourceType.TRANSACTIONAL_ID: (Operation.DESCRIBE, Operation.WRITE),
+}
+
+
+def operations_bitfield(operations) -> int:
+    """Kafka's Utils.to32BitField: bit ``code`` set for each operation."""
+    return sum(1 << int(op) for op in set(operations))
+
+
 class AclError(ValueError):
     """A binding or filter Kafka refuses with INVALID_REQUEST."""
 
@@ -202,6 +219,11 @@ class Authorizer:
                     yield from self._prefixed.get((resource_type, name[:length]), ())
         if name != WILDCARD:
             yield from self._literal.get((resource_type, WILDCARD), ())
+
+    def authorized_operations(self, principal: str, host: str, resource_type: ResourceType, name: str) -> int:
+        """Kafka's AuthHelper.authorizedOperations: the bitfield of the supported operations allowed."""
+        return operations_bitfield(op for op in SUPPORTED_OPERATIONS[resource_type]
+                                   if self.authorize(principal, host, op, resource_type, name))
 
     def any_allowed(self, principal: str, host: str, operation: Operation, resource_type: ResourceType) -> bool:
         """Kafka's Authorizer.authorizeByResourceType: may the principal do ``operation`` on some resource of

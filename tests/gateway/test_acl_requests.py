@@ -55,8 +55,9 @@ def gateway(tmp_path_factory):
 TOPIC_PARTS = [{"name": "t", "partitions": [{"partition_index": 0}]}]
 
 CASES = [
-    ("DescribeCluster", 60, 0, {"include_cluster_authorized_operations": False},
-     lambda r: r.error_code, E.cluster_authorization_failed),
+    # Anyone may describe the cluster (AuthHelper.computeDescribeClusterResponse); its operations need DESCRIBE.
+    ("DescribeCluster", 60, 0, {"include_cluster_authorized_operations": True},
+     lambda r: (r.error_code, r.cluster_authorized_operations), (E.none, 0)),
     ("FindCoordinator v3", 10, 3, {"key": "g", "key_type": 0}, lambda r: r.error_code, E.group_authorization_failed),
     ("FindCoordinator v4", 10, 4, {"key_type": 0, "coordinator_keys": ["g"]},
      lambda r: r.coordinators[0].error_code, E.group_authorization_failed),
@@ -142,3 +143,43 @@ def test_an_acl_filter_with_unknown_elements_closes_the_connection(gateway):
         with pytest.raises(ConnectionError):
             exchange(s, 29, 3, {"resource_type_filter": 0, "resource_name_filter": None, "pattern_type_filter": 1,
                                 "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1})
+
+
+def test_authorized_operations_are_kafkas_bitfields(tmp_path):
+    """AuthHelper.authorizedOperations: without an authorizer every supported operation; with ACLs the allowed
+    ones (READ on a topic implies DESCRIBE; ALTER_CONFIGS implies DESCRIBE_CONFIGS)."""
+    topic_ops = {3, 4, 5, 6, 7, 8, 10, 11}  # READ WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS
+    cluster_ops = {5, 7, 8, 9, 10, 11, 12}
+    metadata = {"topics": [{"name": "ops", "topic_id": None}], "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": True, "include_topic_authorized_operations": True}
+
+    def bits(value: int) -> set[int]:
+        return {i for i in range(32) if value >> i & 1}
+
+    plain = InProcessGateway(tmp_path / "plain").start()
+    try:
+        plain.broker.logs.create_topic("ops", 1)
+        with socket.create_connection(("127.0.0.1", plain.port), timeout=10) as s:
+            response = exchange(s, 3, 10, metadata)
+            assert bits(response.topics[0].topic_authorized_operations) == topic_ops
+            assert bits(response.cluster_authorized_operations) == cluster_ops
+    finally:
+        plain.stop()
+    creations = [{"resource_type": rt, "resource_name": name, "resource_pattern_type": 3,
+                  "principal": "User:ANONYMOUS", "host": "*", "operation": op, "permission_type": 3}
+                 for rt, name, op in ((2, "ops", 3), (2, "ops", 11), (4, "kafka-cluster", 8))]
+    admin = InProcessGateway(tmp_path / "secured", {**AUTHORIZER, "super.users": "User:ANONYMOUS"}).start()
+    try:
+        admin.broker.logs.create_topic("ops", 1)
+        with socket.create_connection(("127.0.0.1", admin.port), timeout=10) as s:
+            assert [r.error_code for r in exchange(s, 30, 3, {"creations": creations}).results] == [E.none] * 3
+    finally:
+        admin.stop()
+    secured = InProcessGateway(tmp_path / "secured", AUTHORIZER).start()
+    try:
+        with socket.create_connection(("127.0.0.1", secured.port), timeout=10) as s:
+            response = exchange(s, 3, 10, metadata)
+            assert bits(response.topics[0].topic_authorized_operations) == {3, 8, 10, 11}
+            assert bits(response.cluster_authorized_operations) == {8}
+    finally:
+        secured.stop()
