@@ -43,9 +43,12 @@ async def handle(ctx, request):
                 name = by_id.get(topic_id)
                 if name is None:
                     raise KafkaError("This server does not host this topic ID.", ErrorCode.unknown_topic_id)
+                if not ctx.authorized(Operation.DESCRIBE, ResourceType.TOPIC, name):
+                    # KafkaApis.handleDeleteTopicsRequest: without DESCRIBE the name is not revealed.
+                    raise KafkaError("Authorization failed.", ErrorCode.topic_authorization_failed)
                 result["name"] = name
             if not ctx.authorized(Operation.DELETE, ResourceType.TOPIC, name):
-                # KafkaApis.handleDeleteTopicsRequest: TOPIC DELETE (and DESCRIBE to resolve an id).
+                # KafkaApis.handleDeleteTopicsRequest: TOPIC DELETE.
                 raise KafkaError("Authorization failed.", ErrorCode.topic_authorization_failed)
             if topic_id is None and name in broker.logs.topics:
                 result["topic_id"] = broker.logs.topics[name].topic_id

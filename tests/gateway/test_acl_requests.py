@@ -137,6 +137,14 @@ def test_metadata_for_all_topics_lists_none_the_principal_may_not_describe(gatew
     assert response.topics == ()
 
 
+def test_delete_topics_by_id_does_not_reveal_the_name_without_describe(gateway):
+    topic = gateway.broker.logs.create_topic("secret-by-id", 1)
+    with socket.create_connection(("127.0.0.1", gateway.port), timeout=10) as s:
+        response = exchange(s, 20, 6, {"topics": [{"name": None, "topic_id": topic.topic_id}], "timeout": S})
+    assert (response.responses[0].name, response.responses[0].error_code) == (None, E.topic_authorization_failed)
+    assert "secret-by-id" in gateway.broker.logs.topics
+
+
 def test_an_acl_filter_with_unknown_elements_closes_the_connection(gateway):
     """Kafka's DescribeAclsRequest refuses UNKNOWN (0) elements while parsing: the connection is closed."""
     with socket.create_connection(("127.0.0.1", gateway.port), timeout=10) as s:
