@@ -19,6 +19,7 @@ import trio
 from logway.coordinator.producer_ids import ProducerIdManager
 from logway.gateway.config import ServerConfig, parse_properties
 from logway.gateway.groups import GroupService
+from logway.gateway.security.authorizer import ACL_FILE, Authorizer, write_file
 from logway.storage.errors import KafkaStorageError, UnknownTopicOrPartition
 from logway.storage.log_manager import CHECKPOINT_INTERVAL_MS, LogManager
 from logway.storage.partition_log import PartitionLog
@@ -56,11 +57,15 @@ class Broker:
         self.cluster_id = ""
         self._waiters: defaultdict[tuple[str, int], set[trio.Event]] = defaultdict(set)
         self._creation_lock = trio.Lock()
+        self._acl_write_lock = trio.Lock()
+        # None without authorizer.class.name: no authorization at all, as Kafka.
+        self.authorizer: Authorizer | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     def open(self) -> None:
         self.cluster_id = self._load_cluster_id()
+        self._load_acls()
         self.logs.open()
         self.producer_ids = ProducerIdManager(Path(self.config.log_dirs[0]) / "producer-id-block")
         self.groups = GroupService(self)
@@ -93,6 +98,28 @@ class Broker:
                 tmp.write_text(f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n", encoding="utf-8")
                 tmp.replace(meta)
         return cluster_id
+
+    @property
+    def acl_path(self) -> Path:
+        return Path(self.config.log_dirs[0]) / ACL_FILE
+
+    def _load_acls(self) -> None:
+        config = self.config
+        if not config.authorizer_enabled:
+            return
+        authorizer = Authorizer(config.super_users, config.allow_everyone_if_no_acl_found)
+        try:
+            authorizer.load(self.acl_path)
+        except (OSError, ValueError) as exc:
+            raise KafkaStorageError(str(exc)) from None
+        self.authorizer = authorizer
+        log.info("authorizer on: %d ACLs, super users %s", len(authorizer.acls), sorted(config.super_users))
+
+    async def save_acls(self) -> None:
+        """Persist the ACLs (after CreateAcls/DeleteAcls changed them) off the event loop, one write at a time."""
+        async with self._acl_write_lock:
+            assert self.authorizer is not None
+            await trio.to_thread.run_sync(write_file, self.acl_path, self.authorizer.snapshot())
 
     async def run_background(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:

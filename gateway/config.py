@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from logway.gateway.config_keys import check_keys, known_keys
+from logway.gateway.security.authorizer import ACL_AUTHORIZER, STANDARD_AUTHORIZER, parse_super_users
 from logway.storage.cleaner import CLEANER_KEYS, CleanerConfig
 from logway.storage.config import BROKER_TO_TOPIC, LogConfig
 from logway.storage.errors import InvalidConfig
@@ -51,7 +52,14 @@ BROKER_DEFAULTS: dict[str, str] = {
     "max.partitions.per.request": "10000",
     # Logway's bound on segments holding open files (storage/open_files.py); Kafka leaves it to the OS limit.
     "log.max.open.segments": "2048",
+    # ACLs (gateway/security/authorizer.py): empty = no authorization, as Kafka; Kafka's defaults.
+    "authorizer.class.name": "",
+    "super.users": "",
+    "allow.everyone.if.no.acl.found": "false",
 }
+
+
+AUTHORIZER_CLASSES = (STANDARD_AUTHORIZER, ACL_AUTHORIZER)
 
 
 class ConfigError(ValueError):
@@ -244,6 +252,7 @@ class ServerConfig:
         if self.max_partitions_per_request < 1:
             raise ConfigError(f"max.partitions.per.request={p['max.partitions.per.request']!r}: must be at least 1")
         self._read_connection_limits(p)
+        self._read_authorizer(p)
         self.log_config = _topic_defaults(p)
         try:
             self.cleaner_config = CleanerConfig.from_broker_properties(p)
@@ -266,6 +275,15 @@ class ServerConfig:
                               "property is set.")
         if 0 < self.queued_max_request_bytes < self.socket_request_max_bytes:
             raise ConfigError("queued.max.request.bytes must be larger or equal to socket.request.max.bytes")
+
+    def _read_authorizer(self, p: dict[str, str]) -> None:
+        """authorizer.class.name turns ACLs on: Kafka's StandardAuthorizer (or the old AclAuthorizer name)."""
+        name = p["authorizer.class.name"].strip()
+        if name and name not in AUTHORIZER_CLASSES:
+            raise ConfigError(f"authorizer.class.name={name!r}: only {AUTHORIZER_CLASSES[0]} is supported")
+        self.authorizer_enabled = bool(name)
+        self.super_users = parse_super_users(p["super.users"])
+        self.allow_everyone_if_no_acl_found = _bool(p, "allow.everyone.if.no.acl.found")
 
     @property
     def advertised(self) -> Listener:

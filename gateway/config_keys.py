@@ -30,7 +30,6 @@ NOT_APPLICABLE: frozenset[str] = frozenset({
     # Listeners and security beyond one PLAINTEXT listener.
     "inter.broker.listener.name", "listener.security.protocol.map", "security.inter.broker.protocol",
     "sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol", "sasl.mechanism.controller.protocol",
-    "authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found",
     # Threads and socket tuning of Kafka's network and request layers.
     "num.network.threads", "num.io.threads", "background.threads", "num.replica.fetchers",
     "num.recovery.threads.per.data.dir", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",

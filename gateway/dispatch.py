@@ -15,10 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from logway.gateway.apis import (
     api_versions,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -37,6 +40,14 @@ from logway.gateway.apis import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+)
+from logway.gateway.security.authorizer import (
+    ANONYMOUS,
+    SUPPORTED_OPERATIONS,
+    Operation,
+    ResourceType,
+    client_host,
+    operations_bitfield,
 )
 from logway.wire.fetch import Chunk
 from logway.wire.protocol import (
@@ -79,6 +90,9 @@ API_MODULES: tuple[ModuleType, ...] = (
     describe_configs,
     create_partitions,
     offset_for_leader_epoch,
+    describe_acls,
+    create_acls,
+    delete_acls,
 )
 REGISTRY: dict[int, ModuleType] = {m.API_KEY: m for m in API_MODULES}
 
@@ -102,6 +116,33 @@ class RequestContext:
     @property
     def version(self) -> int:
         return self.header.api_version
+
+    @property
+    def principal(self) -> str:
+        """The connection's authenticated principal (User:ANONYMOUS on an unauthenticated listener, as Kafka)."""
+        return getattr(self.connection, "principal", ANONYMOUS)
+
+    def authorized(self, operation: Operation, resource_type: ResourceType, name: str) -> bool:
+        """May this request's principal do ``operation`` on the resource? Always yes without an authorizer."""
+        authorizer = self.connection.broker.authorizer
+        if authorizer is None:
+            return True
+        return authorizer.authorize(self.principal, client_host(self.connection.peer), operation, resource_type, name)
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
+        """The *_authorized_operations bitfield for a resource: every supported operation without an authorizer."""
+        authorizer = self.connection.broker.authorizer
+        if authorizer is None:
+            return operations_bitfield(SUPPORTED_OPERATIONS[resource_type])
+        return authorizer.authorized_operations(self.principal, client_host(self.connection.peer), resource_type, name)
+
+    def denied_topics(self, operation: Operation, names) -> set[str]:
+        """The topics among ``names`` the principal may not ``operation`` (one branch without an authorizer)."""
+        authorizer = self.connection.broker.authorizer
+        if authorizer is None:
+            return set()
+        principal, host = self.principal, client_host(self.connection.peer)
+        return {n for n in set(names) if not authorizer.authorize(principal, host, operation, ResourceType.TOPIC, n)}
 
 
 async def dispatch(conn: Connection, frame: memoryview | bytearray) -> list[Chunk] | None:

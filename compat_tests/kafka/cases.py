@@ -23,13 +23,14 @@ NO_ID = uuid.UUID(int=0)
 LOGWAY_VERSIONS = {
     0: (3, 11), 1: (4, 17), 2: (1, 8), 3: (0, 12), 8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4),
     13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 18: (0, 4), 19: (2, 7), 20: (1, 6), 22: (0, 5), 23: (2, 4),
-    32: (1, 4), 37: (0, 3), 42: (0, 2), 47: (0, 0), 60: (0, 1),
+    29: (1, 3), 30: (1, 3), 31: (1, 3), 32: (1, 4), 37: (0, 3), 42: (0, 2), 47: (0, 0), 60: (0, 1),
 }
 API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
              10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
              15: "DescribeGroups", 16: "ListGroups", 18: "ApiVersions", 19: "CreateTopics", 20: "DeleteTopics",
              22: "InitProducerId", 23: "OffsetForLeaderEpoch", 32: "DescribeConfigs", 37: "CreatePartitions",
-             42: "DeleteGroups", 47: "OffsetDelete", 60: "DescribeCluster"}
+             42: "DeleteGroups", 47: "OffsetDelete", 60: "DescribeCluster", 29: "DescribeAcls", 30: "CreateAcls",
+             31: "DeleteAcls"}
 
 Steps = dict[str, Any]
 CaseFn = Callable[[Side, int, str], Steps]
@@ -90,6 +91,15 @@ def _metadata(side: Side, v: int, topics: list[str] | None, auto_create: bool) -
 def metadata_existing(side: Side, v: int, topic: str) -> Steps:
     side.create_topic(topic, partitions=2)
     return {"metadata": _metadata(side, v, [topic], False)}
+
+
+@case(3, "authorized operations asked for, no authorizer", min_version=8)
+def metadata_authorized_operations(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    resp = side.call(3, v, {"topics": [{"name": topic, "topic_id": NO_ID}], "allow_auto_topic_creation": False,
+                            "include_cluster_authorized_operations": True, "include_topic_authorized_operations": True})
+    return {"topic": [t.topic_authorized_operations for t in resp.topics],
+            "cluster": getattr(resp, "cluster_authorized_operations", None)}
 
 
 @case(3, "no topics requested", min_version=1)  # v0: an empty list means all topics
@@ -677,6 +687,36 @@ def describe_cluster(side: Side, v: int, topic: str) -> Steps:
     resp = side.call(60, v, {"include_cluster_authorized_operations": False, "endpoint_type": 1})
     return {"error_code": resp.error_code, "brokers": [b.broker_id for b in resp.brokers],
             "controller_id": resp.controller_id}
+
+
+_ANY_FILTER = {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
+               "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}
+
+
+@case(29, "no authorizer configured: SECURITY_DISABLED")
+def describe_acls_disabled(side: Side, v: int, topic: str) -> Steps:
+    resp = side.call(29, v, _ANY_FILTER)
+    return {"error_code": resp.error_code, "error_message": resp.error_message, "resources": resp.resources}
+
+
+@case(30, "no authorizer configured: SECURITY_DISABLED")
+def create_acls_disabled(side: Side, v: int, topic: str) -> Steps:
+    resp = side.call(30, v, {"creations": [{
+        "resource_type": 2, "resource_name": topic, "resource_pattern_type": 3, "principal": "User:alice",
+        "host": "*", "operation": 3, "permission_type": 3}]})
+    return {"results": [(r.error_code, r.error_message) for r in resp.results]}
+
+
+@case(31, "no authorizer configured: SECURITY_DISABLED")
+def delete_acls_disabled(side: Side, v: int, topic: str) -> Steps:
+    resp = side.call(31, v, {"filters": [_ANY_FILTER]})
+    return {"results": [(r.error_code, r.error_message, r.matching_acls) for r in resp.filter_results]}
+
+
+@case(60, "authorized operations asked for, no authorizer")
+def describe_cluster_operations(side: Side, v: int, topic: str) -> Steps:
+    resp = side.call(60, v, {"include_cluster_authorized_operations": True, "endpoint_type": 1})
+    return {"error_code": resp.error_code, "operations": resp.cluster_authorized_operations}
 
 
 @case(16, "list: a stable group, states filter")

@@ -27,6 +27,7 @@ GET_OFFSETS = "org.apache.kafka.tools.GetOffsetShell"
 PRODUCER_PERF = "org.apache.kafka.tools.ProducerPerformance"
 CONSUMER_PERF = "org.apache.kafka.tools.ConsumerPerformance"
 DUMP_LOG = "org.apache.kafka.tools.DumpLogSegments"
+ACLS = "org.apache.kafka.tools.AclCommand"
 
 
 def tool(main: str, *args: str, stdin: str | None = None, ok: bool = True) -> subprocess.CompletedProcess:
@@ -260,3 +261,29 @@ def _sections(out: str) -> dict[str, str]:
     """DumpLogSegments output split per file ("Dumping <path>" headers)."""
     parts = re.split(r"^Dumping (\S+)$", out, flags=re.M)
     return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def test_acl_command_adds_lists_and_removes_acls(tmp_path: Path) -> None:
+    """kafka-acls.sh against a Logway with StandardAuthorizer (User:ANONYMOUS a super user until SASL exists)."""
+    from logway.gateway.in_process import InProcessGateway
+
+    gateway = InProcessGateway(tmp_path / "data", {
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:ANONYMOUS"}).start()
+    try:
+        server = ("--bootstrap-server", gateway.bootstrap)
+        tool(ACLS, *server, "--add", "--allow-principal", "User:alice", "--operation", "Read", "--operation",
+             "Describe", "--topic", "pay-", "--resource-pattern-type", "prefixed", "--group", "billing")
+        tool(ACLS, *server, "--add", "--deny-principal", "User:mallory", "--deny-host", "10.0.0.9",
+             "--operation", "All", "--topic", "*")
+        listed = tool(ACLS, *server, "--list").stdout
+        assert "name=pay-, patternType=PREFIXED" in listed and "resourceType=GROUP, name=billing, patternType=PREFIXED" in listed
+        assert "(principal=User:mallory, host=10.0.0.9, operation=ALL, permissionType=DENY)" in listed
+        assert "(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)" in listed
+        tool(ACLS, *server, "--remove", "--force", "--topic", "*")
+        listed = tool(ACLS, *server, "--list").stdout
+        assert "User:mallory" not in listed and "User:alice" in listed
+        assert {(a.name, a.principal) for a in gateway.broker.authorizer.acls} == {
+            ("pay-", "User:alice"), ("billing", "User:alice")}
+    finally:
+        gateway.stop()

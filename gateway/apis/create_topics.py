@@ -10,6 +10,7 @@ The partitions are made in chunks on a worker thread (Broker.create_topic): othe
 
 from __future__ import annotations
 
+from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.storage.config import LogConfig
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
@@ -71,10 +72,14 @@ async def handle(ctx, request):
     broker = ctx.broker
     too_large = _over_limit(broker, request)
     results = []
+    # KafkaApis.handleCreateTopicsRequest: CLUSTER CREATE, or TOPIC CREATE per topic (TOPIC_AUTHORIZATION_FAILED).
+    cluster_create = ctx.authorized(Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
     for t in request.topics:
         result = {"name": t.name, "topic_id": None, "error_code": ErrorCode.none, "error_message": None,
                   "num_partitions": -1, "replication_factor": -1, "configs": None}
         try:
+            if not cluster_create and not ctx.authorized(Operation.CREATE, ResourceType.TOPIC, t.name):
+                raise KafkaError("Authorization failed.", ErrorCode.topic_authorization_failed)
             if t.name in broker.logs.topics or t.name in broker.logs.creating:
                 raise KafkaError(f"Topic '{t.name}' already exists.", ErrorCode.topic_already_exists)
             partitions, configs = _validate(broker, t)

@@ -8,6 +8,7 @@ INVALID_TOPIC_EXCEPTION, as Kafka answers both.
 from __future__ import annotations
 
 from logway.gateway.apis.metadata import INTERNAL_TOPICS
+from logway.gateway.security.authorizer import Operation, ResourceType
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
 
@@ -42,7 +43,13 @@ async def handle(ctx, request):
                 name = by_id.get(topic_id)
                 if name is None:
                     raise KafkaError("This server does not host this topic ID.", ErrorCode.unknown_topic_id)
+                if not ctx.authorized(Operation.DESCRIBE, ResourceType.TOPIC, name):
+                    # KafkaApis.handleDeleteTopicsRequest: without DESCRIBE the name is not revealed.
+                    raise KafkaError("Authorization failed.", ErrorCode.topic_authorization_failed)
                 result["name"] = name
+            if not ctx.authorized(Operation.DELETE, ResourceType.TOPIC, name):
+                # KafkaApis.handleDeleteTopicsRequest: TOPIC DELETE.
+                raise KafkaError("Authorization failed.", ErrorCode.topic_authorization_failed)
             if topic_id is None and name in broker.logs.topics:
                 result["topic_id"] = broker.logs.topics[name].topic_id
             _delete(broker, name)

@@ -3,6 +3,7 @@ refused with UNSUPPORTED_ENDPOINT_TYPE, as a broker does)."""
 
 from __future__ import annotations
 
+from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -19,10 +20,16 @@ async def handle(ctx, request):
     adv = broker.config.advertised
     endpoint_type = getattr(request, "endpoint_type", BROKERS_ENDPOINT)
     error = ErrorCode.none if endpoint_type == BROKERS_ENDPOINT else ErrorCode.unsupported_endpoint_type
+    operations = AUTHORIZED_OPERATIONS_OMITTED
+    if error == ErrorCode.none and request.include_cluster_authorized_operations:
+        # AuthHelper.computeDescribeClusterResponse: anyone may describe the cluster; the operations are
+        # listed only with CLUSTER DESCRIBE (else 0).
+        operations = (ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
+                      if ctx.authorized(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME) else 0)
     return build(response_type(API_KEY, ctx.version), {
         "throttle_time": 0, "error_code": error, "error_message": None, "endpoint_type": endpoint_type,
         "cluster_id": broker.cluster_id, "controller_id": broker.node_id,
         "brokers": [{"broker_id": broker.node_id, "host": adv.host or "127.0.0.1", "port": adv.port, "rack": None}]
         if error == ErrorCode.none else [],
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        "cluster_authorized_operations": operations,
     })

@@ -23,6 +23,7 @@ import uuid
 
 import trio
 
+from logway.gateway.security.authorizer import Operation
 from logway.storage.errors import UnknownTopicOrPartition
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.fetch import FetchPartitionResult, FetchTopicResult, FileSlice, encode_fetch_response
@@ -35,6 +36,10 @@ READ_COMMITTED = 1
 ZERO_UUID = uuid.UUID(int=0)
 
 log = logging.getLogger(__name__)
+
+
+class _Denied(str):
+    """A topic name the principal may not read (its partitions answer TOPIC_AUTHORIZATION_FAILED)."""
 
 
 def _collect(ctx, request, names: list[str | None]) -> tuple[list[FetchTopicResult], int, bool]:
@@ -56,6 +61,10 @@ def _collect(ctx, request, names: list[str | None]) -> tuple[list[FetchTopicResu
             results.append(result)
             if name is None:
                 result.error_code = ErrorCode.unknown_topic_id
+                error = True
+                continue
+            if isinstance(name, _Denied):
+                result.error_code = ErrorCode.topic_authorization_failed
                 error = True
                 continue
             try:
@@ -109,6 +118,11 @@ async def handle(ctx, request):
     max_wait = request.max_wait.total_seconds()
     deadline = trio.current_time() + max_wait
     keys = [(n, p.partition) for t, n in zip(request.topics, names, strict=True) if n for p in t.partitions]
+    # KafkaApis.handleFetchRequest: a consumer needs TOPIC READ; other topics answer TOPIC_AUTHORIZATION_FAILED.
+    denied = ctx.denied_topics(Operation.READ, (n for n in names if n is not None))
+    if denied:
+        names = [_Denied(n) if n in denied else n for n in names]
+        keys = [k for k in keys if k[0] not in denied]
     while True:
         topics, total, error = _collect(ctx, request, names)
         if total >= request.min_bytes or error or not keys or trio.current_time() >= deadline:

@@ -2,8 +2,8 @@
 
 v0: an empty topic list means all topics; v1+: null means all, empty means none; v1 adds controller_id,
 is_internal and rack; v2 cluster_id; v3 throttle_time_ms; v4 allow_auto_topic_creation (earlier
-versions always allow it); v5 offline_replicas; v7 leader_epoch; v8 authorized operations (we answer
-"not requested": -2147483648); v9 flexible; v10 topic ids (a request may name topics by id: unknown
+versions always allow it); v5 offline_replicas; v7 leader_epoch; v8 authorized operations (when asked for:
+the operations the principal may do, every supported one without an authorizer, as Kafka's AuthHelper); v9 flexible; v10 topic ids (a request may name topics by id: unknown
 ids get UNKNOWN_TOPIC_ID); v11 drops cluster authorized operations; v12 allows null topic names in the
 response for id lookups. Auto-creation follows auto.create.topics.enable with num.partitions, and an
 auto-created topic is answered at once (this broker is its own controller, nothing to wait for).
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import uuid
 
+from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.storage.errors import UnknownTopicOrPartition
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
@@ -46,13 +47,22 @@ def topic_entry(broker, name: str, error: int = ErrorCode.none, topic_id: uuid.U
     }
 
 
-def _lookup(broker, name: str, allow_create: bool) -> dict:
+def _may_create(ctx, name: str) -> bool:
+    """KafkaApis.handleTopicMetadataRequest: auto-creation needs CLUSTER CREATE or TOPIC CREATE."""
+    return ctx.authorized(Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME) or ctx.authorized(
+        Operation.CREATE, ResourceType.TOPIC, name)
+
+
+def _lookup(ctx, name: str, allow_create: bool) -> dict:
+    broker = ctx.broker
     if name in broker.logs.creating:
         # A CreateTopics still making its partitions: Kafka answers LEADER_NOT_AVAILABLE until leaders exist.
         return topic_entry(broker, name, ErrorCode.leader_not_available)
     if name not in broker.logs.topics:
         if not (allow_create and broker.config.auto_create_topics):
             return topic_entry(broker, name, ErrorCode.unknown_topic_or_partition)
+        if not _may_create(ctx, name):
+            return topic_entry(broker, name, ErrorCode.topic_authorization_failed)
         try:
             broker.auto_create_topic(name)
         except KafkaError as exc:
@@ -81,7 +91,10 @@ async def handle(ctx, request):
     allow_create = ctx.version < 4 or request.allow_auto_topic_creation
     entries = []
     if all_topics:
-        entries = [topic_entry(broker, name) for name in sorted(broker.logs.topics)]
+        # Listing all topics silently leaves out those the principal may not DESCRIBE, as Kafka does.
+        names = sorted(broker.logs.topics)
+        denied = ctx.denied_topics(Operation.DESCRIBE, names)
+        entries = [topic_entry(broker, name) for name in names if not denied or name not in denied]
     else:
         by_id = {t.topic_id: t.name for t in broker.logs.topics.values()} if ctx.version >= 10 else {}
         for t in topics:
@@ -91,13 +104,28 @@ async def handle(ctx, request):
                 found = by_id.get(topic_id)
                 if found is None:
                     entries.append({**topic_entry(broker, "", ErrorCode.unknown_topic_id, topic_id), "name": None})
+                elif not ctx.authorized(Operation.DESCRIBE, ResourceType.TOPIC, found):
+                    entries.append({**topic_entry(broker, "", ErrorCode.topic_authorization_failed, topic_id),
+                                    "name": None})
                 else:
                     entries.append(topic_entry(broker, found))
                 continue
+            if not ctx.authorized(Operation.DESCRIBE, ResourceType.TOPIC, name):
+                # A named topic the principal may not DESCRIBE: TOPIC_AUTHORIZATION_FAILED (whether it exists or not).
+                entries.append(topic_entry(broker, name, ErrorCode.topic_authorization_failed))
+                continue
             try:
-                entries.append(_lookup(broker, name, allow_create))
+                entries.append(_lookup(ctx, name, allow_create))
             except UnknownTopicOrPartition:
                 entries.append(topic_entry(broker, name, ErrorCode.unknown_topic_or_partition))
+    cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
+    if 8 <= ctx.version <= 10 and request.include_cluster_authorized_operations:
+        cluster_operations = (ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
+                              if ctx.authorized(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME) else 0)
+    if ctx.version >= 8 and request.include_topic_authorized_operations:
+        for entry in entries:
+            if entry["error_code"] == ErrorCode.none:
+                entry["topic_authorized_operations"] = ctx.authorized_operations(ResourceType.TOPIC, entry["name"])
     adv = broker.config.advertised
     return build(response_type(API_KEY, ctx.version), {
         "throttle_time": 0,
@@ -105,5 +133,5 @@ async def handle(ctx, request):
         "cluster_id": broker.cluster_id,
         "controller_id": broker.node_id,
         "topics": entries,
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        "cluster_authorized_operations": cluster_operations,
     })

@@ -8,6 +8,8 @@ classic groups). A partition with nothing committed gets offset -1 and empty met
 
 from __future__ import annotations
 
+from logway.gateway.security.authorizer import Operation, ResourceType
+from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
 API_KEY = 9
@@ -25,19 +27,38 @@ def _topics(result) -> list[dict]:
     return [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
 
 
-async def _fetch(groups, group_id: str, topics) -> object:
-    partitions = None if topics is None else [(t.name, int(i)) for t in topics for i in t.partition_indexes]
-    return await groups.call(groups.coordinator.offset_fetch, group_id=group_id, partitions=partitions)
+async def _fetch(ctx, group_id: str, topics) -> tuple[list[dict], int]:
+    """One group's committed offsets as (topics, error code), with KafkaApis.handleOffsetFetchRequest's checks:
+    GROUP DESCRIBE (else GROUP_AUTHORIZATION_FAILED), TOPIC DESCRIBE per topic (asked-for topics answer
+    TOPIC_AUTHORIZATION_FAILED; when all topics are asked for, the others are left out)."""
+    if not ctx.authorized(Operation.DESCRIBE, ResourceType.GROUP, group_id):
+        return [], ErrorCode.group_authorization_failed
+    groups = ctx.broker.groups
+    denied: set[str] = set()
+    if topics is not None:
+        denied = ctx.denied_topics(Operation.DESCRIBE, (t.name for t in topics))
+        partitions = [(t.name, int(i)) for t in topics if t.name not in denied for i in t.partition_indexes]
+    else:
+        partitions = None
+    result = await groups.call(groups.coordinator.offset_fetch, group_id=group_id, partitions=partitions)
+    out = _topics(result)
+    if topics is None:
+        hidden = ctx.denied_topics(Operation.DESCRIBE, (t["name"] for t in out))
+        out = [t for t in out if t["name"] not in hidden]
+    elif denied:
+        out.extend({"name": t.name, "partitions": [
+            {"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+             "error_code": ErrorCode.topic_authorization_failed} for i in t.partition_indexes]}
+            for t in topics if t.name in denied)
+    return out, result.error_code
 
 
 async def handle(ctx, request):
-    groups = ctx.broker.groups
     if ctx.version >= 8:
         out = []
         for g in request.groups:
-            result = await _fetch(groups, g.group_id, g.topics)
-            out.append({"group_id": g.group_id, "topics": _topics(result), "error_code": result.error_code})
+            topics, error = await _fetch(ctx, g.group_id, g.topics)
+            out.append({"group_id": g.group_id, "topics": topics, "error_code": error})
         return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "groups": out})
-    result = await _fetch(groups, request.group_id, request.topics)
-    return build(response_type(API_KEY, ctx.version), {
-        "throttle_time": 0, "topics": _topics(result), "error_code": result.error_code})
+    topics, error = await _fetch(ctx, request.group_id, request.topics)
+    return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "topics": topics, "error_code": error})

@@ -18,6 +18,7 @@ import logging
 import trio
 
 from logway.gateway.broker import now_ms
+from logway.gateway.security.authorizer import Operation
 from logway.storage.errors import UnknownTopicOrPartition
 from logway.wire.batch import LENGTH_POS, LOG_OVERHEAD, MAGIC_POS, MAGIC_V2
 from logway.wire.errors import ErrorCode, KafkaError
@@ -61,10 +62,17 @@ async def handle(ctx, _request):
     topics_out = []
     failures = []
     now = now_ms()
+    # KafkaApis.handleProduceRequest: TOPIC WRITE per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
+    denied = ctx.denied_topics(Operation.WRITE, (t.name or "" for t in request.topics))
     for topic in request.topics:
         name = topic.name or ""
         partitions_out = []
         for part in topic.partitions:
+            if denied and name in denied:
+                exc = KafkaError(f"Not authorized to access topics: [{name}]", ErrorCode.topic_authorization_failed)
+                partitions_out.append(ProducePartitionResult(part.index, exc.error_code))
+                failures.append((name, part.index, exc))
+                continue
             if acks not in (0, 1, -1):
                 partitions_out.append(ProducePartitionResult(part.index, ErrorCode.invalid_required_acks))
                 continue

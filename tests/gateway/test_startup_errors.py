@@ -91,12 +91,23 @@ def test_bad_log_level(tmp_path: Path) -> None:
     ("log.cleanup.policy", "shred"),
     ("log.cleaner.threads", "many"),
     ("offsets.retention.minutes", "later"),
+    ("authorizer.class.name", "com.example.MyAuthorizer"),
+    ("allow.everyone.if.no.acl.found", "maybe"),
 ])
 def test_bad_config_value(tmp_path: Path, key: str, value: str) -> None:
     props = tmp_path / "server.properties"
     props.write_text(f"{key}={value}\n")
     result = serve("--config", str(props), "--listeners", listener(), "--log-dirs", str(tmp_path / "data"))
     assert_one_line_error(result, key, value)
+
+
+def test_damaged_acl_file(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "logway-acls.json").write_text('{"version": 1, "acls": [{"resource_type": 2}]}')
+    result = serve("--listeners", listener(), "--log-dirs", str(data), "--override",
+                   "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+    assert_one_line_error(result, "logway-acls.json", "cannot read the ACLs")
 
 
 def test_binary_config_file(tmp_path: Path) -> None:

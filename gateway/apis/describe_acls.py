@@ -1,0 +1,38 @@
+"""DescribeAcls (key 29), v1-v3 (Kafka 4 removed v0, KIP-896).
+
+v1: pattern_type_filter (PREFIXED, MATCH, ANY); v2: flexible; v3: the USER resource type. Kafka's
+AclApis.handleDescribeAcls: CLUSTER DESCRIBE is needed (else CLUSTER_AUTHORIZATION_FAILED); without an
+authorizer the answer is SECURITY_DISABLED; otherwise the ACLs the filter matches, grouped by resource pattern.
+"""
+
+from __future__ import annotations
+
+from logway.gateway.apis.acls import request_filter
+from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
+from logway.wire.errors import ErrorCode
+from logway.wire.protocol import build, response_type
+
+API_KEY = 29
+MIN_VERSION = 1
+MAX_VERSION = 3
+
+
+def _answer(ctx, error: ErrorCode, message: str | None, resources: list) -> object:
+    return build(response_type(API_KEY, ctx.version), {
+        "throttle_time": 0, "error_code": error, "error_message": message, "resources": resources})
+
+
+async def handle(ctx, request):
+    acl_filter = request_filter(request)
+    if not ctx.authorized(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return _answer(ctx, ErrorCode.cluster_authorization_failed, None, [])
+    authorizer = ctx.broker.authorizer
+    if authorizer is None:
+        return _answer(ctx, ErrorCode.security_disabled, "No Authorizer is configured on the broker", [])
+    grouped: dict[tuple, list] = {}
+    for acl in authorizer.matching(acl_filter):
+        grouped.setdefault((acl.resource_type, acl.name, acl.pattern_type), []).append(
+            {"principal": acl.principal, "host": acl.host, "operation": acl.operation, "permission_type": acl.permission})
+    resources = [{"resource_type": rt, "resource_name": name, "pattern_type": pt, "acls": acls}
+                 for (rt, name, pt), acls in grouped.items()]
+    return _answer(ctx, ErrorCode.none, None, resources)

@@ -1,0 +1,1 @@
+"""Security: authentication (SASL) and authorization (ACLs), sans-IO."""
