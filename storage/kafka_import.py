@@ -10,8 +10,8 @@ topic id, and the recovery-point / log-start-offset checkpoint files. What diffe
 - Kafka-only internal topics (``__transaction_state``, ``__share_group_state``) are left out; ``__consumer_offsets``
   is carried over (Logway reads Kafka's own offset-commit key/value schemas), and its partition count is reported:
   Logway's ``offsets.topic.num.partitions`` must equal it, or groups hash to the wrong partition.
-- ``.snapshot`` producer-state files have Kafka's layout, not Logway's (same version number and CRC, other fields),
-  so they are not carried over: Logway rebuilds producer state from the batch headers on first start.
+- ``.snapshot`` producer-state files have Kafka's field layout, not Logway's (which keeps five batches per
+  producer), so they are not carried over: Logway rebuilds producer state from the batch headers on first start.
 - ``.kafka_cleanshutdown`` is not carried over, so Logway's first start checks every segment past the recovery point.
 """
 

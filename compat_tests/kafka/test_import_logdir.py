@@ -8,6 +8,7 @@ and headers, keep the topic ids, and show the group's committed offsets.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import uuid
@@ -85,6 +86,21 @@ def consume_all(bootstrap: str, ends: dict[tuple[str, int], int]) -> dict[tuple[
     return got
 
 
+def serve_and_check(data_dir: Path, written: dict, committed: dict, topic_ids: dict) -> None:
+    """Start Logway on an imported dir: every record, the topic ids and the group's committed offsets."""
+    logway = GatewayProcess(data_dir, extra_args=("--override", "offsets.topic.num.partitions=3")).start()
+    try:
+        ends = {tp: len(records) for tp, records in written.items()}
+        assert consume_all(logway.bootstrap, ends) == written
+        admin = AdminClient({"bootstrap.servers": logway.bootstrap})
+        for name, d in admin.describe_topics(TopicCollection(list(TOPICS))).items():
+            assert str(d.result(30).topic_id) == topic_ids[name]
+        group = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(GROUP)])[GROUP].result(30)
+        assert {(tp.topic, tp.partition): tp.offset for tp in group.topic_partitions} == committed
+    finally:
+        logway.stop()
+
+
 def test_logway_serves_a_stopped_kafka_log_dir(tmp_path: Path) -> None:
     _require_java()
     kafka = KafkaCluster(tmp_path / "kafka", nodes=1).start()
@@ -105,17 +121,16 @@ def test_logway_serves_a_stopped_kafka_log_dir(tmp_path: Path) -> None:
     assert "offsets.topic.num.partitions=3" in done.stdout  # the reference Kafka runs with 3 (COMMON_CONFIG)
     assert not (dest / "__cluster_metadata-0").exists() and (src / "__cluster_metadata-0").exists()
 
-    logway = GatewayProcess(dest, extra_args=("--override", "offsets.topic.num.partitions=3")).start()
-    try:
-        ends = {tp: len(records) for tp, records in written.items()}
-        assert consume_all(logway.bootstrap, ends) == written
-        admin = AdminClient({"bootstrap.servers": logway.bootstrap})
-        for name, d in admin.describe_topics(TopicCollection(list(TOPICS))).items():
-            assert str(d.result(30).topic_id) == topic_ids[name]
-        group = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(GROUP)])[GROUP].result(30)
-        assert {(tp.topic, tp.partition): tp.offset for tp in group.topic_partitions} == committed
-    finally:
-        logway.stop()
+    serve_and_check(dest, written, committed, topic_ids)
+
+    # In place: the Kafka dir itself becomes Logway's (a copy of it here, so the copy above stays comparable).
+    adopted = tmp_path / "adopted"
+    shutil.copytree(src, adopted)
+    done = logway_cli("import-kafka-logdir", str(adopted), "--in-place")
+    assert done.returncode == 0, done.stderr
+    assert (adopted / ".kafka-only" / "__cluster_metadata-0").is_dir()
+    assert not (adopted / "__cluster_metadata-0").exists() and not (adopted / "meta.properties").exists()
+    serve_and_check(adopted, written, committed, topic_ids)
 
 
 def test_a_directory_that_is_not_a_kafka_log_dir_is_one_line(tmp_path: Path) -> None:
