@@ -6,7 +6,8 @@ topic id, and the recovery-point / log-start-offset checkpoint files. What diffe
 
 - ``meta.properties`` marks a Kafka log dir (it is what SRC is checked for); Logway does not use it.
 - ``__cluster_metadata-0`` is KRaft's metadata log, not a topic: never carried over (Logway would load it as one).
-  Topic configs live only there, so imported topics get the broker defaults (warned about, by name).
+  Topic configs live only there: they are read from it (TopicRecord, ConfigRecord, RemoveTopicRecord, in the newest
+  snapshot and the log after it) and written to each partition's topic.properties, as Logway keeps them.
 - Kafka-only internal topics (``__transaction_state``, ``__share_group_state``) are left out; ``__consumer_offsets``
   is carried over (Logway reads Kafka's own offset-commit key/value schemas), and its partition count is reported:
   Logway's ``offsets.topic.num.partitions`` must equal it, or groups hash to the wrong partition.
@@ -20,6 +21,8 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import struct
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +33,9 @@ from logway.storage.checkpoints import (
     write_checkpoint,
 )
 from logway.storage.cleaner import CLEANER_OFFSET_CHECKPOINT
+from logway.storage.log_manager import _read_topic_id, _write_properties
+from logway.wire.batch import CorruptBatch
+from logway.wire.records import decode_batches
 
 META_PROPERTIES = "meta.properties"
 METADATA_LOG_DIR = "__cluster_metadata-0"
@@ -51,6 +57,7 @@ class ImportReport:
     partitions: dict[str, int] = field(default_factory=dict)   # topic -> partition count carried over
     skipped: list[str] = field(default_factory=list)           # folders left out, with the reason
     warnings: list[str] = field(default_factory=list)
+    configs: dict[str, dict[str, str]] = field(default_factory=dict)  # topic -> config overrides carried over
 
     @property
     def offsets_partitions(self) -> int | None:
@@ -83,8 +90,8 @@ def import_kafka_logdir(src: Path, dest: Path | None = None, *, in_place: bool =
         report.partitions[topic] = report.partitions.get(topic, 0) + 1
     carried = {topic_partition for topic_partition in map(_parse_partition_dir, partitions)}
     for name in CARRIED_CHECKPOINTS:
-        offsets = read_checkpoint(src / name)
-        if offsets or (src / name).exists():
+        if (src / name).exists() and (src / name).stat().st_size:  # Kafka leaves an empty cleaner checkpoint
+            offsets = read_checkpoint(src / name)
             write_checkpoint(dest / name, {tp: off for tp, off in offsets.items() if tp in carried})
     if in_place:
         for name in (META_PROPERTIES, ".kafka_cleanshutdown"):
@@ -94,11 +101,8 @@ def import_kafka_logdir(src: Path, dest: Path | None = None, *, in_place: bool =
         if (src / METADATA_LOG_DIR).exists():
             (dest / SET_ASIDE).mkdir(exist_ok=True)
             os.replace(src / METADATA_LOG_DIR, dest / SET_ASIDE / METADATA_LOG_DIR)
-    user_topics = sorted(t for t in report.partitions if not t.startswith("__"))
-    if user_topics:
-        report.warnings.append(
-            "topic configs are not carried over (Kafka keeps them in its metadata log, __cluster_metadata): "
-            f"{', '.join(user_topics)} get the broker defaults; set overrides again with kafka-configs --alter")
+    metadata_dir = (dest / SET_ASIDE if in_place else src) / METADATA_LOG_DIR
+    _carry_topic_configs(metadata_dir, dest, partitions, report)
     if report.offsets_partitions is not None:
         report.warnings.append(
             f"{OFFSETS_TOPIC} has {report.offsets_partitions} partitions: start Logway with "
@@ -154,6 +158,101 @@ def _partition_dirs(log_dir: Path, report: ImportReport) -> dict[str, tuple[str,
         else:
             out[entry] = parsed
     return out
+
+
+def _carry_topic_configs(metadata_dir: Path, dest: Path, partitions: dict[str, tuple[str, int]],
+                         report: ImportReport) -> None:
+    """Write each carried topic's config overrides (from Kafka's metadata log) to its partitions' topic.properties."""
+    try:
+        configs, ids = topic_configs(metadata_dir)
+    except (OSError, CorruptBatch, ValueError, IndexError, struct.error) as exc:
+        report.warnings.append(f"topic configs not carried over: {METADATA_LOG_DIR} unreadable ({exc}); "
+                               "imported topics get the broker defaults")
+        return
+    for entry, (topic, _) in partitions.items():
+        if configs.get(topic) and ids.get(topic) == _read_topic_id(dest / entry):
+            _write_properties(dest / entry, configs[topic])
+    carried = sorted({t for t, _ in partitions.values() if configs.get(t)})
+    if carried:
+        report.configs = {t: configs[t] for t in carried}
+
+
+# KRaft metadata records (metadata/src/main/resources/common/metadata/*.json), framed by MetadataRecordSerde as
+# unsigned varints frameVersion, apiKey, version, then the flexible-version body (compact strings, tagged fields).
+TOPIC_RECORD, CONFIG_RECORD, REMOVE_TOPIC_RECORD = 2, 4, 9
+TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
+
+
+def topic_configs(metadata_dir: Path) -> tuple[dict[str, dict[str, str]], dict[str, uuid.UUID]]:
+    """Topic config overrides and topic ids as the metadata log leaves them: the newest snapshot (.checkpoint),
+    then the log's records after it; a null value (a deleted override) and a removed topic drop what they name."""
+    configs: dict[str, dict[str, str]] = {}
+    ids: dict[str, uuid.UUID] = {}
+    snapshots = sorted(metadata_dir.glob("*.checkpoint"))
+    start = int(snapshots[-1].name.split("-")[0]) if snapshots else 0
+    sources = [(snapshots[-1], 0)] if snapshots else []
+    sources += [(seg, start) for seg in sorted(metadata_dir.glob("*.log"))]
+    for path, from_offset in sources:
+        for batch in decode_batches(path.read_bytes()):
+            if batch.header.attributes & 0x20:  # control batch: leader change, snapshot header/footer
+                continue
+            for record in batch.records:
+                if record.offset >= from_offset and record.value:
+                    _apply(record.value, configs, ids)
+    return configs, ids
+
+
+def _apply(value: bytes, configs: dict[str, dict[str, str]], ids: dict[str, uuid.UUID]) -> None:
+    reader = _Reader(value)
+    reader.varint()  # frame version
+    api_key = reader.varint()
+    reader.varint()  # record version
+    if api_key == TOPIC_RECORD:
+        name = reader.compact_string()
+        topic_id = uuid.UUID(bytes=reader.take(16))
+        if ids.get(name) != topic_id:
+            configs.pop(name, None)  # a topic of that name created anew starts without overrides
+        ids[name] = topic_id
+    elif api_key == CONFIG_RECORD:
+        resource_type = reader.take(1)[0]
+        resource, key, val = reader.compact_string(), reader.compact_string(), reader.compact_string()
+        if resource_type == TOPIC_RESOURCE and key is not None:
+            if val is None:
+                configs.get(resource, {}).pop(key, None)
+            else:
+                configs.setdefault(resource, {})[key] = val
+    elif api_key == REMOVE_TOPIC_RECORD:
+        topic_id = uuid.UUID(bytes=reader.take(16))
+        for name in [n for n, i in ids.items() if i == topic_id]:
+            del ids[name]
+            configs.pop(name, None)
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def take(self, n: int) -> bytes:
+        if self.pos + n > len(self.data):
+            raise ValueError("metadata record shorter than its fields")
+        out = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def varint(self) -> int:
+        shift = result = 0
+        while True:
+            byte = self.take(1)[0]
+            result |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return result
+            shift += 7
+            if shift > 28:
+                raise ValueError("varint too long")
+
+    def compact_string(self) -> str | None:
+        length = self.varint() - 1
+        return None if length < 0 else self.take(length).decode("utf-8")
 
 
 def _set_aside_kafka_only(partition_dir: Path, aside: Path) -> None:

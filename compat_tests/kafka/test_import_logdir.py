@@ -15,12 +15,14 @@ import uuid
 from pathlib import Path
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicCollection, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from compat_tests.kafka.cluster import KafkaCluster
 from compat_tests.kafka.conftest import GatewayProcess, _require_java
 
 TOPICS = {"plain": (3, "none"), "packed": (2, "lz4")}  # name -> (partitions, producer compression)
+# Topic configs live in Kafka's metadata log; retention.ms=-1 also keeps the 2023 timestamps below from expiring.
+CONFIGS = {"plain": {"retention.ms": "-1"}, "packed": {"retention.ms": "-1", "max.message.bytes": "2000000"}}
 PER_TOPIC = 1500
 GROUP = "import-group"
 BASE_TS = 1_700_000_000_000
@@ -35,7 +37,7 @@ def produce(bootstrap: str) -> dict[tuple[str, int], list[tuple]]:
     """Every record written, by partition, as (offset, key, value, timestamp, headers) from the delivery reports."""
     written: dict[tuple[str, int], list[tuple]] = {}
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for fut in admin.create_topics([NewTopic(t, p, 1) for t, (p, _) in TOPICS.items()]).values():
+    for fut in admin.create_topics([NewTopic(t, p, 1, config=CONFIGS[t]) for t, (p, _) in TOPICS.items()]).values():
         fut.result(60)
     for topic, (_, compression) in TOPICS.items():
         producer = Producer({"bootstrap.servers": bootstrap, "compression.type": compression, "linger.ms": 20,
@@ -95,6 +97,9 @@ def serve_and_check(data_dir: Path, written: dict, committed: dict, topic_ids: d
         admin = AdminClient({"bootstrap.servers": logway.bootstrap})
         for name, d in admin.describe_topics(TopicCollection(list(TOPICS))).items():
             assert str(d.result(30).topic_id) == topic_ids[name]
+        for resource, fut in admin.describe_configs([ConfigResource("TOPIC", t) for t in TOPICS]).items():
+            entries = fut.result(30)
+            assert {k: entries[k].value for k in CONFIGS[resource.name]} == CONFIGS[resource.name]
         group = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(GROUP)])[GROUP].result(30)
         assert {(tp.topic, tp.partition): tp.offset for tp in group.topic_partitions} == committed
     finally:
@@ -118,6 +123,7 @@ def test_logway_serves_a_stopped_kafka_log_dir(tmp_path: Path) -> None:
     done = logway_cli("import-kafka-logdir", str(src), str(dest))
     assert done.returncode == 0, done.stderr
     assert "skipped __cluster_metadata-0" in done.stdout
+    assert "topic packed: configs max.message.bytes=2000000, retention.ms=-1" in done.stdout
     assert "offsets.topic.num.partitions=3" in done.stdout  # the reference Kafka runs with 3 (COMMON_CONFIG)
     assert not (dest / "__cluster_metadata-0").exists() and (src / "__cluster_metadata-0").exists()
 
