@@ -8,6 +8,7 @@ and headers, keep the topic ids, and show the group's committed offsets.
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import subprocess
 import sys
@@ -145,4 +146,16 @@ def test_a_directory_that_is_not_a_kafka_log_dir_is_one_line(tmp_path: Path) -> 
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         f"logway: import-kafka-logdir: {tmp_path / 'src'}: not a Kafka log dir (no meta.properties)"]
+    assert not (tmp_path / "dest").exists()
+
+
+def test_a_kafka_log_dir_still_locked_by_its_broker_is_refused(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=abc\n")
+    with open(src / ".lock", "w") as lock:
+        fcntl.lockf(lock, fcntl.LOCK_EX)  # as a running Kafka holds it (FileChannel.tryLock)
+        done = logway_cli("import-kafka-logdir", str(src), str(tmp_path / "dest"))
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"logway: import-kafka-logdir: {src}: locked by a running broker; stop Kafka first"
     assert not (tmp_path / "dest").exists()
