@@ -163,6 +163,10 @@ def _partition_dirs(log_dir: Path, report: ImportReport) -> dict[str, tuple[str,
 def _carry_topic_configs(metadata_dir: Path, dest: Path, partitions: dict[str, tuple[str, int]],
                          report: ImportReport) -> None:
     """Write each carried topic's config overrides (from Kafka's metadata log) to its partitions' topic.properties."""
+    if not metadata_dir.is_dir():
+        report.warnings.append(f"no {METADATA_LOG_DIR} here (it is in Kafka's metadata.log.dir): topic configs are "
+                               "not carried over, imported topics get the broker defaults")
+        return
     try:
         configs, ids = topic_configs(metadata_dir)
     except (OSError, CorruptBatch, ValueError, IndexError, struct.error) as exc:
