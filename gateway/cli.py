@@ -62,7 +62,7 @@ def import_kafka_logdir(args: argparse.Namespace) -> int:
         return 1
     where = args.src if args.in_place else args.dest
     counts = ", ".join(f"{topic} ({n})" for topic, n in sorted(report.partitions.items())) or "none"
-    print(f"imported into {where}: {sum(report.partitions.values())} partitions of {counts}")
+    print(f"imported {report.source} into {where}: {sum(report.partitions.values())} partitions of {counts}")
     for topic, configs in sorted(report.configs.items()):
         print(f"topic {topic}: configs " + ", ".join(f"{k}={v}" for k, v in sorted(configs.items())))
     for skipped in report.skipped:

@@ -58,6 +58,7 @@ class ImportReport:
     skipped: list[str] = field(default_factory=list)           # folders left out, with the reason
     warnings: list[str] = field(default_factory=list)
     configs: dict[str, dict[str, str]] = field(default_factory=dict)  # topic -> config overrides carried over
+    source: str = ""                                                   # the Kafka cluster and node of SRC
 
     @property
     def offsets_partitions(self) -> int | None:
@@ -65,50 +66,71 @@ class ImportReport:
 
 
 def import_kafka_logdir(src: Path, dest: Path | None = None, *, in_place: bool = False) -> ImportReport:
-    """Copy (or, in place, adopt) the topic partitions of the stopped Kafka log dir ``src`` as a Logway log dir."""
+    """Copy (or, in place, adopt) the topic partitions of the stopped Kafka log dir ``src`` as a Logway log dir.
+
+    A copy is built beside DEST under a temporary name and renamed at the end, so a failed import leaves no
+    half-filled DEST behind."""
     src = Path(src)
     meta = read_meta_properties(src)
     _check_not_running(src)
-    if in_place:
-        dest = src
-    elif dest is None:
-        raise NotAKafkaLogDir("give DEST, or --in-place to adopt SRC itself")
-    else:
-        dest = Path(dest)
-        if dest.exists() and any(dest.iterdir()):
-            raise NotAKafkaLogDir(f"{dest}: destination exists and is not empty")
-    report = ImportReport()
+    report = ImportReport(source=f"Kafka cluster {meta.get('cluster.id', '?')}, node {meta.get('node.id', '?')}")
     partitions = _partition_dirs(src, report)
-    if not in_place:
-        dest.mkdir(parents=True, exist_ok=True)
-    for entry, (topic, _) in sorted(partitions.items()):
-        if in_place:
-            _set_aside_kafka_only(src / entry, dest / SET_ASIDE / entry)
-        else:
-            shutil.copytree(src / entry, dest / entry,
-                            ignore=shutil.ignore_patterns(*(f"*{s}" for s in KAFKA_ONLY_SUFFIXES)))
-        report.partitions[topic] = report.partitions.get(topic, 0) + 1
-    carried = {topic_partition for topic_partition in map(_parse_partition_dir, partitions)}
-    for name in CARRIED_CHECKPOINTS:
-        if (src / name).exists() and (src / name).stat().st_size:  # Kafka leaves an empty cleaner checkpoint
-            offsets = read_checkpoint(src / name)
-            write_checkpoint(dest / name, {tp: off for tp, off in offsets.items() if tp in carried})
     if in_place:
-        for name in (META_PROPERTIES, ".kafka_cleanshutdown"):
-            if (src / name).exists():
-                (dest / SET_ASIDE).mkdir(exist_ok=True)
-                os.replace(src / name, dest / SET_ASIDE / name)
-        if (src / METADATA_LOG_DIR).exists():
-            (dest / SET_ASIDE).mkdir(exist_ok=True)
-            os.replace(src / METADATA_LOG_DIR, dest / SET_ASIDE / METADATA_LOG_DIR)
-    metadata_dir = (dest / SET_ASIDE if in_place else src) / METADATA_LOG_DIR
-    _carry_topic_configs(metadata_dir, dest, partitions, report)
+        _adopt_in_place(src, partitions)
+        _carry_checkpoints(src, src, partitions)
+        _carry_topic_configs(src / SET_ASIDE / METADATA_LOG_DIR, src, partitions, report)
+    else:
+        if dest is None:
+            raise NotAKafkaLogDir("give DEST, or --in-place to adopt SRC itself")
+        dest = Path(dest)
+        if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+            raise NotAKafkaLogDir(f"{dest}: destination exists and is not an empty directory")
+        building = dest.with_name(dest.name + ".importing")
+        shutil.rmtree(building, ignore_errors=True)
+        building.mkdir(parents=True)
+        try:
+            for entry in sorted(partitions):
+                shutil.copytree(src / entry, building / entry,
+                                ignore=shutil.ignore_patterns(*(f"*{s}" for s in KAFKA_ONLY_SUFFIXES)))
+            _carry_checkpoints(src, building, partitions)
+            _carry_topic_configs(src / METADATA_LOG_DIR, building, partitions, report)
+            if dest.exists():
+                dest.rmdir()
+            os.replace(building, dest)
+        except BaseException:
+            shutil.rmtree(building, ignore_errors=True)
+            raise
+    for topic, _ in partitions.values():
+        report.partitions[topic] = report.partitions.get(topic, 0) + 1
     if report.offsets_partitions is not None:
         report.warnings.append(
             f"{OFFSETS_TOPIC} has {report.offsets_partitions} partitions: start Logway with "
             f"offsets.topic.num.partitions={report.offsets_partitions} or committed group offsets are not found")
-    report.warnings.append(f"imported from Kafka cluster {meta.get('cluster.id', '?')} node {meta.get('node.id', '?')}")
     return report
+
+
+def _adopt_in_place(log_dir: Path, partitions: dict[str, tuple[str, int]]) -> None:
+    """Move what only Kafka uses into <log dir>/.kafka-only: the metadata log, meta.properties, the clean-shutdown
+    marker and each partition's producer-state snapshots."""
+    aside = log_dir / SET_ASIDE
+    for entry in partitions:
+        for path in (log_dir / entry).iterdir():
+            if path.name.endswith(KAFKA_ONLY_SUFFIXES):
+                (aside / entry).mkdir(parents=True, exist_ok=True)
+                os.replace(path, aside / entry / path.name)
+    for name in (META_PROPERTIES, ".kafka_cleanshutdown", METADATA_LOG_DIR):
+        if (log_dir / name).exists():
+            aside.mkdir(exist_ok=True)
+            os.replace(log_dir / name, aside / name)
+
+
+def _carry_checkpoints(src: Path, dest: Path, partitions: dict[str, tuple[str, int]]) -> None:
+    """The recovery-point, log-start-offset and cleaner checkpoints, limited to the partitions carried over."""
+    carried = set(partitions.values())
+    for name in CARRIED_CHECKPOINTS:
+        if (src / name).exists() and (src / name).stat().st_size:  # Kafka leaves an empty cleaner checkpoint
+            offsets = read_checkpoint(src / name)
+            write_checkpoint(dest / name, {tp: off for tp, off in offsets.items() if tp in carried})
 
 
 def read_meta_properties(log_dir: Path) -> dict[str, str]:
@@ -257,13 +279,6 @@ class _Reader:
     def compact_string(self) -> str | None:
         length = self.varint() - 1
         return None if length < 0 else self.take(length).decode("utf-8")
-
-
-def _set_aside_kafka_only(partition_dir: Path, aside: Path) -> None:
-    for path in partition_dir.iterdir():
-        if path.name.endswith(KAFKA_ONLY_SUFFIXES):
-            aside.mkdir(parents=True, exist_ok=True)
-            os.replace(path, aside / path.name)
 
 
 def _parse_partition_dir(name: str) -> tuple[str, int] | None:
