@@ -59,6 +59,18 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return s
 
 
+def kafka_or_not(peers: tuple[str, ...]) -> tuple[str, ...]:
+    """Resolve Apache Kafka's jars (Maven, first use only); without Java or Maven, leave Kafka out with a warning."""
+    from compat_tests.kafka.cluster import KafkaUnavailable, ensure_jars
+
+    try:
+        ensure_jars()
+    except KafkaUnavailable as exc:
+        log.warning("Apache Kafka left out of this run: %s", exc)
+        return tuple(p for p in peers if p != "kafka")
+    return peers
+
+
 def stop_on_sigterm(_signum: int, _frame: object) -> None:
     """SIGTERM unwinds like Ctrl-C, so every case stops its brokers and deletes its data on the way out."""
     raise SystemExit(143)
@@ -73,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H-%M-%SZ")
     info = {**machine(), "git": git_revision()}
     info["load_start"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    if "kafka" in settings.peers:
+        settings.peers = kafka_or_not(settings.peers)
     bench = Bench(settings, tansu_binary())
     t0 = time.monotonic()
     outcomes = []
