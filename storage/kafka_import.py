@@ -196,11 +196,10 @@ def _carry_topic_configs(metadata_dir: Path, dest: Path, partitions: dict[str, t
                                "imported topics get the broker defaults")
         return
     for entry, (topic, _) in partitions.items():
+        # Only for the topic the folder belongs to: a folder of an older topic of the same name keeps none.
         if configs.get(topic) and ids.get(topic) == _read_topic_id(dest / entry):
             _write_properties(dest / entry, configs[topic])
-    carried = sorted({t for t, _ in partitions.values() if configs.get(t)})
-    if carried:
-        report.configs = {t: configs[t] for t in carried}
+            report.configs[topic] = configs[topic]
 
 
 # KRaft metadata records (metadata/src/main/resources/common/metadata/*.json), framed by MetadataRecordSerde as
