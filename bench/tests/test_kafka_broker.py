@@ -17,8 +17,10 @@ pytestmark = pytest.mark.skipif(shutil.which("java") is None or shutil.which("mv
 
 
 def test_kafka_broker_runs_with_server_defaults_and_reports_its_cost():
-    broker = Kafka(scratch_dir("kafka-test"))
+    workdir = scratch_dir("kafka-test")
+    broker = None
     try:
+        broker = Kafka(workdir)
         broker.start()
         create_topic(broker.bootstrap, "t", 2)
         cmdline = open(f"/proc/{broker.pid}/cmdline").read().split("\0")
@@ -28,5 +30,8 @@ def test_kafka_broker_runs_with_server_defaults_and_reports_its_cost():
         assert broker.memory_mb()["VmHWM"] > 100
         broker.settle()
     finally:
-        broker.cleanup()
-    assert broker.proc is None and not broker.workdir.exists()
+        if broker is not None:
+            broker.cleanup()
+        else:  # the wrapper could not even be built
+            shutil.rmtree(workdir, ignore_errors=True)
+    assert broker.proc is None and not workdir.exists()
