@@ -1,4 +1,4 @@
-"""`python -m bench` (`make bench`): Logway vs Tansu side by side; writes bench/results/<timestamp>.md/.json."""
+"""`python -m bench` (`make bench`): Logway beside Tansu and Apache Kafka; writes bench/results/<timestamp>.md/.json."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--full-grid", action="store_true",
                    help="all 24 produce cases: 1 KiB/100 B x 1/8/64 partitions x none/lz4 x acks=1/all")
     p.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
+    p.add_argument("--peers", default="tansu,kafka",
+                   help="comma-separated brokers measured beside Logway: tansu, kafka (Apache Kafka 4)")
     p.add_argument("--produce-mb", type=int, help="payload MiB per produce run")
     p.add_argument("--consume-mb", type=int, help="backlog MiB read from earliest")
     p.add_argument("--log-gb", type=float,
@@ -45,6 +47,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
         raise SystemExit(f"unknown sections: {', '.join(sorted(unknown))}")
     s = Settings.for_run(args.quick, runs=args.runs, produce_mb=args.produce_mb, consume_mb=args.consume_mb)
     s.full_grid, s.sections, s.profile = args.full_grid, sections, args.profile
+    s.peers = tuple(p.strip() for p in args.peers.split(",") if p.strip())
+    if set(s.peers) - {"tansu", "kafka"}:
+        raise SystemExit(f"unknown peers: {args.peers}")
     if args.log_gb is not None:
         mb = int(args.log_gb * 1024)
         s.restart_log_mb = mb
@@ -52,6 +57,18 @@ def settings_from(args: argparse.Namespace) -> Settings:
     if s.runs < 1:
         raise SystemExit("--runs must be at least 1")
     return s
+
+
+def kafka_or_not(peers: tuple[str, ...]) -> tuple[str, ...]:
+    """Resolve Apache Kafka's jars (Maven, first use only); without Java or Maven, leave Kafka out with a warning."""
+    from compat_tests.kafka.cluster import KafkaUnavailable, ensure_jars
+
+    try:
+        ensure_jars()
+    except KafkaUnavailable as exc:
+        log.warning("Apache Kafka left out of this run: %s", exc)
+        return tuple(p for p in peers if p != "kafka")
+    return peers
 
 
 def stop_on_sigterm(_signum: int, _frame: object) -> None:
@@ -68,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H-%M-%SZ")
     info = {**machine(), "git": git_revision()}
     info["load_start"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    if "kafka" in settings.peers:
+        settings.peers = kafka_or_not(settings.peers)
     bench = Bench(settings, tansu_binary())
     t0 = time.monotonic()
     outcomes = []

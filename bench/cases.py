@@ -12,7 +12,7 @@ from pathlib import Path
 from bench.admin import create_topic, wait_high_watermark
 from bench.driver import LoadRun, run_load
 from bench.outcome import CaseOutcome, Metric
-from bench.procs import Broker, Logway, Tansu, scratch_dir
+from bench.procs import Broker, Kafka, Logway, Tansu, scratch_dir
 from bench.settings import MB, Settings
 
 log = logging.getLogger("bench")
@@ -47,17 +47,24 @@ class Bench:
         self.s = settings
         self.tansu = tansu
 
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Logway and the peers this run measures beside it."""
+        return ("logway", *self.s.peers)
+
     def broker(self, kind: str, overrides: dict[str, str] | None = None) -> Broker:
         if kind == "logway":
             return Logway(scratch_dir("logway"), overrides)
+        if kind == "kafka":
+            return Kafka(scratch_dir("kafka"), overrides)
         return Tansu(scratch_dir("tansu"), self.tansu)
 
     @contextmanager
-    def brokers(self, kinds: tuple[str, ...] = ("logway", "tansu"),
+    def brokers(self, kinds: tuple[str, ...] | None = None,
                 overrides: dict[str, str] | None = None) -> Iterator[list[Broker]]:
         started: list[Broker] = []
         try:
-            for kind in kinds:
+            for kind in kinds or self.kinds:
                 broker = self.broker(kind, overrides)
                 started.append(broker)
                 broker.start()
@@ -68,7 +75,7 @@ class Bench:
 
     def paired(self, outcome: CaseOutcome, run_once: Callable[[Broker, int], dict[str, float]],
                setup: Callable[[Broker], None] | None = None,
-               kinds: tuple[str, ...] = ("logway", "tansu")) -> CaseOutcome:
+               kinds: tuple[str, ...] | None = None) -> CaseOutcome:
         """Run `run_once` s.runs times on each broker, alternating which goes first, then read peak RSS."""
         log.info("case %s / %s", outcome.section, outcome.name)
         with self.brokers(kinds) as brokers:
@@ -77,7 +84,8 @@ class Bench:
                     setup(broker)
             outcome.runs = {b.name: [] for b in brokers}
             for i in range(self.s.runs):
-                for broker in brokers if i % 2 == 0 else brokers[::-1]:
+                # Alternate the order (rotate it with three brokers) so no broker always goes first.
+                for broker in brokers[i % len(brokers):] + brokers[:i % len(brokers)]:
                     result = run_once(broker, i)
                     check_errors(outcome.name, broker, result)
                     outcome.runs[broker.name].append(result)
@@ -216,7 +224,7 @@ class Bench:
                                     [Metric("p50_ms", "p50 ms", False), Metric("max_ms", "max ms", False),
                                      Metric("rss_mb", "broker RSS MB", False)]) for mb in sizes}
         overrides = {"log.segment.bytes": str(self.s.segment_mb * MB)}
-        for kind in ("logway", "tansu"):
+        for kind in self.kinds:
             log.info("case fetch / %s", kind)
             with self.brokers((kind,), overrides) as (broker,):
                 topic, written = new_topic(broker, 1, "fetch"), 0

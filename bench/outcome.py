@@ -5,7 +5,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-BROKERS = ("logway", "tansu")
+BROKERS = ("logway", "tansu", "kafka")
+PEERS = BROKERS[1:]
 
 
 @dataclass
@@ -39,9 +40,9 @@ class CaseOutcome:
             return None
         return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
 
-    def ratio(self, key: str) -> float | None:
-        """Logway median / Tansu median (None when either is missing or Tansu's is zero)."""
-        ours, theirs = self.summary("logway", key), self.summary("tansu", key)
+    def ratio(self, key: str, peer: str = "tansu") -> float | None:
+        """Logway median / the peer's median (None when either is missing or the peer's is zero)."""
+        ours, theirs = self.summary("logway", key), self.summary(peer, key)
         if ours is None or theirs is None or theirs["median"] == 0:
             return None
         return ours["median"] / theirs["median"]
@@ -52,6 +53,8 @@ class CaseOutcome:
             "metrics": [m.__dict__ for m in self.metrics], "runs": self.runs, "peak_rss_mb": self.peak_rss_mb,
             "summary": {b: {m.key: self.summary(b, m.key) for m in self.metrics + [CPU]} for b in self.runs},
             "ratios": {m.key: self.ratio(m.key) for m in self.metrics + [CPU]},
+            "ratios_by_peer": {peer: {m.key: self.ratio(m.key, peer) for m in self.metrics + [CPU]}
+                               for peer in PEERS if peer in self.runs},
         }
 
 

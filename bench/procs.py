@@ -1,4 +1,4 @@
-"""Broker processes under test (Logway and Tansu) on free loopback ports, with /proc CPU and memory readings."""
+"""Broker processes under test (Logway, Tansu and Apache Kafka) on free loopback ports, with /proc CPU and memory readings."""
 
 from __future__ import annotations
 
@@ -129,6 +129,18 @@ class Broker:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+def fsync_tree(root: Path) -> None:
+    """fsync every file under root, so the kernel's writeback of a just-written backlog does not compete with
+    the read being timed (the write's cost belongs to the produce that made it)."""
+    for path in root.rglob("*"):
+        if path.is_file():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
 class Logway(Broker):
     """Logway via `python -m logway.gateway serve`, data on disk in its temp dir."""
 
@@ -139,15 +151,7 @@ class Logway(Broker):
         self.overrides = overrides or {}
 
     def settle(self) -> None:
-        """fsync the data files, so the kernel's writeback of a just-written backlog does not compete with
-        the read being timed (the write's cost belongs to the produce that made it)."""
-        for path in (self.workdir / "data").rglob("*"):
-            if path.is_file():
-                fd = os.open(path, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+        fsync_tree(self.workdir / "data")
 
     def command(self) -> list[str]:
         listener = f"PLAINTEXT://127.0.0.1:{self.port}"
@@ -172,6 +176,52 @@ class Tansu(Broker):
         url = f"tcp://127.0.0.1:{self.port}"
         return [str(self.binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
                 "--storage-engine", "memory://tansu/"]
+
+
+# What bin/kafka-server-start.sh and kafka-run-class.sh give the broker JVM when KAFKA_HEAP_OPTS and
+# KAFKA_JVM_PERFORMANCE_OPTS are unset: a 1 GiB heap and G1 with a 20 ms pause goal.
+KAFKA_SERVER_JVM = ("-Xmx1G", "-Xms1G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                    "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+                    "-Djava.awt.headless=true")
+# compat_tests' launcher shortens the group join delay and the offsets topic for its tests; the bench
+# puts Kafka's defaults back, so every broker setting is Kafka's own except the loopback listeners.
+KAFKA_DEFAULTS = {"group.initial.rebalance.delay.ms": "3000", "offsets.topic.num.partitions": "50",
+                  "num.partitions": "1"}
+
+
+class Kafka(Broker):
+    """Apache Kafka 4 (one KRaft broker+controller) via compat_tests' launcher, with kafka-server-start's JVM."""
+
+    name = "kafka"
+
+    def __init__(self, workdir: Path, overrides: dict[str, str] | None = None) -> None:
+        from compat_tests.kafka.cluster import KafkaCluster  # the one Kafka launcher; no Logway code
+
+        self.workdir = workdir
+        self.cluster = KafkaCluster(workdir, nodes=1, config={**KAFKA_DEFAULTS, **(overrides or {})},
+                                    jvm_flags=KAFKA_SERVER_JVM)
+        self.port = self.cluster.port
+        self._log = None
+
+    @property
+    def proc(self) -> subprocess.Popen | None:  # type: ignore[override]
+        return self.cluster.nodes[0].proc
+
+    @proc.setter
+    def proc(self, value: subprocess.Popen | None) -> None:
+        self.cluster.nodes[0].proc = value
+
+    def start(self, timeout: float = 180.0) -> float:
+        """Format (first time only), start, and return seconds until Metadata lists the broker."""
+        t0 = time.monotonic()
+        self.cluster.start(timeout)
+        return time.monotonic() - t0
+
+    def settle(self) -> None:
+        fsync_tree(self.cluster.nodes[0].data_dir)
+
+    def stop(self, timeout: float = 60.0) -> None:
+        self.cluster.stop(timeout)
 
 
 def scratch_dir(label: str) -> Path:

@@ -67,26 +67,32 @@ def cell(outcome: CaseOutcome, broker: str, key: str) -> str:
     return f"{fmt(s['median'])} ({fmt(s['min'])}–{fmt(s['max'])})"
 
 
-def ratio_cell(outcome: CaseOutcome, key: str) -> str:
-    r = outcome.ratio(key)
+def ratio_cell(outcome: CaseOutcome, key: str, peer: str = "tansu") -> str:
+    r = outcome.ratio(key, peer)
     return "–" if r is None else f"{r:.2f}x"
 
 
 def section_table(outcomes: list[CaseOutcome]) -> list[str]:
-    lines = ["| case | metric | Logway median (min–max) | Tansu median (min–max) | Logway/Tansu "
-             "| broker CPU s/GB Logway / Tansu | peak RSS MB Logway / Tansu | others' load, cores |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    """One row per metric; Logway and Tansu always, Apache Kafka's column and ratio when it ran in the section."""
+    brokers = ["logway", "tansu"] + (["kafka"] if any("kafka" in o.runs for o in outcomes) else [])
+    label = {"logway": "Logway", "tansu": "Tansu", "kafka": "Kafka"}
+    names = " / ".join(label[b] for b in brokers)
+    head = (["case", "metric"] + [f"{label[b]} median (min–max)" for b in brokers]
+            + [f"Logway/{label[b]}" for b in brokers[1:]]
+            + [f"broker CPU s/GB {names}", f"peak RSS MB {names}", "others' load, cores"])
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
 
-    def medians(key: str) -> str:
-        return " / ".join(fmt(o.summary(b, key)["median"]) if o.summary(b, key) else "–" for b in ("logway", "tansu"))
+    def medians(o: CaseOutcome, key: str) -> str:
+        return " / ".join(fmt(o.summary(b, key)["median"]) if o.summary(b, key) else "–" for b in brokers)
 
     for o in outcomes:
-        first_cells = [medians(CPU.key), " / ".join(fmt(o.peak_rss_mb.get(b)) for b in ("logway", "tansu")),
-                       medians("other_cores")]
+        first_cells = [medians(o, CPU.key), " / ".join(fmt(o.peak_rss_mb.get(b)) for b in brokers),
+                       medians(o, "other_cores")]
         for i, m in enumerate(o.metrics):
-            extra = " | ".join(first_cells if i == 0 else ["", "", ""])
-            lines.append(f"| {o.name if i == 0 else ''} | {m.label} | {cell(o, 'logway', m.key)} "
-                         f"| {cell(o, 'tansu', m.key)} | {ratio_cell(o, m.key)} | {extra} |")
+            row = [o.name if i == 0 else "", m.label] + [cell(o, b, m.key) for b in brokers]
+            row += [ratio_cell(o, m.key, b) for b in brokers[1:]]
+            row += first_cells if i == 0 else ["", "", ""]
+            lines.append("| " + " | ".join(row) + " |")
     notes = [f"- {o.name}: {o.note.lstrip('; ')}" for o in outcomes if o.note]
     errors = [f"- {o.name} on {b}: {sum(r.get('errors') or 0 for r in runs)} failed or missing messages"
               for o in outcomes for b, runs in o.runs.items() if any(r.get("errors") for r in runs)]
@@ -140,18 +146,21 @@ def targets(outcomes: list[CaseOutcome]) -> list[dict]:
 
 def markdown(outcomes: list[CaseOutcome], settings: Settings, info: dict, command: str, started: str,
              elapsed_s: float, profiles: list[dict], failures: list[str]) -> str:
-    lines = [f"# Logway vs Tansu 0.6.0 (memory engine) — {started}", "",
+    peers = " and Apache Kafka 4.3.1 (one KRaft node, default settings, kafka-server-start's 1 GiB heap)" \
+        if "kafka" in settings.peers else ""
+    lines = [f"# Logway vs Tansu 0.6.0 (memory engine){peers} — {started}", "",
              f"Command: `{command}` · git {info.get('git', '')} · {elapsed_s / 60:.1f} min · "
              f"{settings.runs} runs per case, alternating which broker goes first", "",
              f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory_gb']} GB RAM, Linux {info['kernel']}, "
              f"Python {info['python']}; load average at start {info['load_start']}, at end {info['load_end']} "
              f"(the machine is shared). Clients: confluent-kafka {info['confluent_kafka']} "
              f"(librdkafka {info['librdkafka']}), kafka-python {info['kafka_python']}, each in its own process.",
-             "", "Logway keeps its data on disk (temp dir, no fsync per write); Tansu keeps it in RAM. "
+             "", "Logway and Kafka keep their data on disk (temp dir, no fsync per write); Tansu keeps it in RAM. "
              "MB/s is 10^6 bytes of message value per second; CPU s/GB is the broker's utime+stime during the "
              "load window per 10^9 bytes moved; peak RSS is VmHWM of the broker process over the case; others' load "
              "is the median number of cores other processes on the machine kept busy during the runs "
-             "(/proc/stat minus the broker and the load generators), Logway's runs / Tansu's.", ""]
+             "(/proc/stat minus the broker and the load generators), in the broker order of the column. Ratios are "
+             "of medians from the same alternated runs.", ""]
     if failures:
         lines += ["## Failed sections", ""] + [f"- {f}" for f in failures] + [""]
     lines += ["## Targets", "", "| target | verdict | figure |", "| --- | --- | --- |"]

@@ -16,6 +16,7 @@ class Settings:
     runs: int = 3
     full_grid: bool = False
     sections: tuple[str, ...] = SECTIONS
+    peers: tuple[str, ...] = ("tansu", "kafka")   # brokers measured beside Logway
     produce_mb: int = 256          # payload per produce run (100 B cases use a quarter of it)
     consume_mb: int = 1024         # backlog read from earliest
     e2e_rate: int = 5000           # msg/s, paced

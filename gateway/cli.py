@@ -39,7 +39,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="any broker property, as kafka-server-start's --override; repeatable",
     )
     serve.add_argument("--log-level", default="INFO")
+    imp = sub.add_parser("import-kafka-logdir",
+                         help="make a stopped Kafka broker's log dir a Logway log dir (copy, or --in-place)")
+    imp.add_argument("src", metavar="SRC", help="a log dir of a stopped Apache Kafka broker (has meta.properties)")
+    imp.add_argument("dest", metavar="DEST", nargs="?", help="a new or empty directory for Logway's log.dirs")
+    imp.add_argument("--in-place", action="store_true",
+                     help="adopt SRC itself (Kafka-only files are moved into SRC/.kafka-only) instead of copying")
     return parser
+
+
+def import_kafka_logdir(args: argparse.Namespace) -> int:
+    """`logway import-kafka-logdir SRC DEST | SRC --in-place`: one line per warning, one line on error."""
+    from logway.storage.kafka_import import NotAKafkaLogDir, import_kafka_logdir
+
+    if args.in_place == (args.dest is not None):
+        print("logway: import-kafka-logdir: give either DEST or --in-place", file=sys.stderr)
+        return 2
+    try:
+        report = import_kafka_logdir(Path(args.src), args.dest and Path(args.dest), in_place=args.in_place)
+    except (NotAKafkaLogDir, OSError) as exc:
+        print(f"logway: import-kafka-logdir: {exc}", file=sys.stderr)
+        return 1
+    where = args.src if args.in_place else args.dest
+    counts = ", ".join(f"{topic} ({n})" for topic, n in sorted(report.partitions.items())) or "none"
+    print(f"imported {report.source} into {where}: {sum(report.partitions.values())} partitions of {counts}")
+    for topic, configs in sorted(report.configs.items()):
+        print(f"topic {topic}: configs " + ", ".join(f"{k}={v}" for k, v in sorted(configs.items())))
+    for skipped in report.skipped:
+        print(f"skipped {skipped}")
+    for warning in report.warnings:
+        print(f"warning: {warning}")
+    return 0
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
@@ -81,6 +111,8 @@ def check_log_dirs(config: ServerConfig) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "import-kafka-logdir":
+        return import_kafka_logdir(args)
     level = args.log_level.upper()
     if level not in LOG_LEVELS:
         print(f"logway: configuration error: --log-level={args.log_level!r}: expected one of "

@@ -58,3 +58,17 @@ def test_markdown_shows_ratio_and_na_for_a_broker_without_runs():
     assert f"| {REF} | MB/s | 150 (150–150) | 100 (100–100) | 1.50x | 2.00 / 4.00 | – / – | – / – |" in md
     assert "| after SIGKILL, s | 1.50 (1.50–1.50) | n/a | – |" in md
     assert "- fetch: boom" in md
+
+
+def test_kafka_column_and_logway_kafka_ratio_appear_when_kafka_ran():
+    o = case("produce", REF, {"mb_s": 150.0, CPU.key: 2.0}, {"mb_s": 100.0, CPU.key: 4.0})
+    o.runs["kafka"] = [{"mb_s": 300.0, CPU.key: 8.0}] * 3
+    o.peak_rss_mb = {"logway": 50.0, "tansu": 200.0, "kafka": 600.0}
+    info = {"cpu": "cpu", "cores": 2, "memory_gb": 1, "kernel": "k", "python": "3", "confluent_kafka": "x",
+            "librdkafka": "y", "kafka_python": "z", "load_start": "1", "load_end": "2"}
+    md = markdown([o], Settings(), info, "python -m bench", "now", 60.0, [], [])
+    assert ("| Logway median (min–max) | Tansu median (min–max) | Kafka median (min–max) | Logway/Tansu "
+            "| Logway/Kafka | broker CPU s/GB Logway / Tansu / Kafka |") in md
+    assert (f"| {REF} | MB/s | 150 (150–150) | 100 (100–100) | 300 (300–300) | 1.50x | 0.50x "
+            "| 2.00 / 4.00 / 8.00 | 50.0 / 200 / 600 |") in md
+    assert o.to_json()["ratios_by_peer"]["kafka"]["mb_s"] == 0.5

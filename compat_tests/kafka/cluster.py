@@ -126,10 +126,12 @@ class Node:
 class KafkaCluster:
     """Apache Kafka nodes in KRaft combined mode on 127.0.0.1 under ``base_dir``; stopped by PID."""
 
-    def __init__(self, base_dir: Path, nodes: int = 1, config: dict[str, str] | None = None) -> None:
+    def __init__(self, base_dir: Path, nodes: int = 1, config: dict[str, str] | None = None,
+                 jvm_flags: tuple[str, ...] = JVM_FLAGS) -> None:
         if nodes not in (1, 3):
             raise ValueError("nodes must be 1 or 3")
         self.base_dir = base_dir
+        self.jvm_flags = jvm_flags  # the bench passes kafka-server-start's defaults instead of the test JVM's
         self.config = {**COMMON_CONFIG, **(config or {})}
         self.cluster_id = _cluster_id()
         self.nodes = [Node(nid, _free_port(), _free_port(), base_dir / f"node-{nid}" / "data")
@@ -175,7 +177,7 @@ class KafkaCluster:
             raise RuntimeError(f"kafka-storage format failed for node {node.node_id}:\n{proc.stdout}{proc.stderr}")
 
     def _launch(self, node: Node) -> None:
-        cmd = ["java", *JVM_FLAGS, f"-Dlog4j2.configurationFile={HERE / 'log4j2-server.properties'}",
+        cmd = ["java", *self.jvm_flags, f"-Dlog4j2.configurationFile={HERE / 'log4j2-server.properties'}",
                f"-Dkafka.logs.dir={node.data_dir.parent}", "-cp", classpath(), "kafka.Kafka",
                str(node.properties_path)]
         with open(node.log_path, "ab") as log:
