@@ -33,7 +33,7 @@ from logway.storage.checkpoints import (
     write_checkpoint,
 )
 from logway.storage.cleaner import CLEANER_OFFSET_CHECKPOINT
-from logway.storage.log_manager import _read_topic_id, _write_properties
+from logway.storage.log_manager import read_topic_id, write_properties
 from logway.wire.batch import CorruptBatch
 from logway.wire.records import decode_batches
 
@@ -197,8 +197,8 @@ def _carry_topic_configs(metadata_dir: Path, dest: Path, partitions: dict[str, t
         return
     for entry, (topic, _) in partitions.items():
         # Only for the topic the folder belongs to: a folder of an older topic of the same name keeps none.
-        if configs.get(topic) and ids.get(topic) == _read_topic_id(dest / entry):
-            _write_properties(dest / entry, configs[topic])
+        if configs.get(topic) and ids.get(topic) == read_topic_id(dest / entry):
+            write_properties(dest / entry, configs[topic])
             report.configs[topic] = configs[topic]
 
 

@@ -134,7 +134,7 @@ class LogManager:
             if partition in found.get(topic, {}):
                 raise KafkaStorageError(f"duplicate log directories for {entry}: {found[topic][partition].dir}, {path}")
             if topic not in metadata:
-                metadata[topic] = (_read_topic_id(path) or uuid.uuid4(), _read_properties(path))
+                metadata[topic] = (read_topic_id(path) or uuid.uuid4(), _read_properties(path))
             plog = found.setdefault(topic, {})[partition] = PartitionLog(
                 path,
                 topic,
@@ -359,7 +359,7 @@ class LogManager:
         overrides = {k: str(v).strip() for k, v in overrides.items()}
         config = LogConfig.from_properties(overrides, self.default_config)
         for plog in topic.partitions:
-            _write_properties(plog.dir, overrides)
+            write_properties(plog.dir, overrides)
             plog.config = config
         topic.config, topic.overrides = config, overrides
 
@@ -466,7 +466,7 @@ class LogManager:
             raise KafkaStorageError(f"{path} already exists")
         path.mkdir()
         _write_topic_id(path, topic.topic_id)
-        _write_properties(path, topic.overrides)
+        write_properties(path, topic.overrides)
         return PartitionLog(
             path, topic.name, partition, topic.config, clock_ms=self._clock, cleaner_config=self.cleaner_config,
             on_offline=self._log_dir_failed,
@@ -493,7 +493,7 @@ def _write_topic_id(partition_dir: Path, topic_id: uuid.UUID) -> None:
     _write_atomically(partition_dir / PARTITION_METADATA_FILE, f"version: 0\ntopic_id: {encode_topic_id(topic_id)}\n")
 
 
-def _read_topic_id(partition_dir: Path) -> uuid.UUID | None:
+def read_topic_id(partition_dir: Path) -> uuid.UUID | None:
     try:
         fields = dict(
             line.split(":", 1) for line in (partition_dir / PARTITION_METADATA_FILE).read_text().splitlines() if ":" in line
@@ -504,7 +504,7 @@ def _read_topic_id(partition_dir: Path) -> uuid.UUID | None:
         return None
 
 
-def _write_properties(partition_dir: Path, props: Mapping[str, str]) -> None:
+def write_properties(partition_dir: Path, props: Mapping[str, str]) -> None:
     _write_atomically(partition_dir / TOPIC_PROPERTIES_FILE, "".join(f"{k}={v}\n" for k, v in sorted(props.items())))
 
 
