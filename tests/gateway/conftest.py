@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-# Random kio requests for the request fuzz test live beside the wire tests (the suite runs with
-# --import-mode=importlib, which puts no test folder on sys.path).
+# Random kio requests for the request fuzz test live beside the wire tests, the raw-request helpers here (the
+# suite runs with --import-mode=importlib, which puts no test folder on sys.path).
 sys.path.insert(0, str(Path(__file__).parent.parent / "wire"))
+sys.path.insert(0, str(Path(__file__).parent))
 
 _names = itertools.count()
 

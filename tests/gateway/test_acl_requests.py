@@ -5,44 +5,19 @@ from __future__ import annotations
 
 import datetime
 import socket
-import struct
 
 import pytest
-from kio.serial import entity_reader
+from raw_requests import exchange
 
 from logway.gateway.in_process import InProcessGateway
 from logway.wire.errors import ErrorCode
-from logway.wire.protocol import build, encode_body, request_type, response_type
 
 AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
 S = datetime.timedelta(seconds=10)
 E = ErrorCode
 
 
-def request_frame(api_key: int, version: int, data: dict) -> bytes:
-    header = struct.pack(">hhih", api_key, version, 7, 1) + b"x"
-    if request_type(api_key, version).__flexible__:
-        header += b"\x00"
-    payload = header + encode_body(build(request_type(api_key, version), data))
-    return struct.pack(">i", len(payload)) + payload
 
-
-def read_exact(s: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed by the gateway")
-        buf += chunk
-    return buf
-
-
-def exchange(s: socket.socket, api_key: int, version: int, data: dict):
-    s.sendall(request_frame(api_key, version, data))
-    (size,) = struct.unpack(">i", read_exact(s, 4))
-    payload = read_exact(s, size)
-    cls = response_type(api_key, version)
-    return entity_reader(cls)(payload, 5 if cls.__flexible__ else 4)[0]
 
 
 @pytest.fixture(scope="module")

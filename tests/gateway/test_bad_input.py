@@ -6,6 +6,7 @@ import socket
 import struct
 
 import pytest
+from raw_requests import read_frame
 
 from logway.wire.protocol import build, encode_body, request_type
 
@@ -34,22 +35,10 @@ def api_versions_frame(version: int = 2, correlation_id: int = 1) -> bytes:
     return struct.pack(">i", len(payload)) + payload
 
 
-def read_response(s: socket.socket) -> bytes:
-    def exact(n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = s.recv(n - len(buf))
-            assert chunk, "connection closed"
-            buf += chunk
-        return buf
-    (size,) = struct.unpack(">i", exact(4))
-    return exact(size)
-
-
 def assert_still_serving(gw) -> None:
     with connect(gw) as s:
         s.sendall(api_versions_frame())
-        response = read_response(s)
+        response = read_frame(s)
         assert struct.unpack_from(">ih", response) == (1, 0)
 
 
@@ -70,7 +59,7 @@ def test_bad_input_closes_only_that_connection(logway, name, caplog):
         s.sendall(BAD_INPUTS[name])
         assert closed_by_server(s)
         bystander.sendall(api_versions_frame())
-        assert struct.unpack_from(">ih", read_response(bystander)) == (1, 0)
+        assert struct.unpack_from(">ih", read_frame(bystander)) == (1, 0)
     assert_still_serving(logway)
     assert any("closing connection" in r.getMessage() for r in caplog.records)
 
@@ -85,7 +74,7 @@ def test_unsupported_api_versions_version_gets_v0_answer(logway):
     with connect(logway) as s:
         frame = struct.pack(">hhih", 18, 99, 42, -1)
         s.sendall(struct.pack(">i", len(frame)) + frame)
-        response = read_response(s)
+        response = read_frame(s)
     correlation_id, error_code, count = struct.unpack_from(">ihi", response)
     assert (correlation_id, error_code) == (42, 35)  # UNSUPPORTED_VERSION
     keys = {struct.unpack_from(">hhh", response, 10 + 6 * i)[0] for i in range(count)}
@@ -95,7 +84,7 @@ def test_unsupported_api_versions_version_gets_v0_answer(logway):
 def test_pipelined_requests_are_answered_in_order(logway):
     with connect(logway) as s:
         s.sendall(b"".join(api_versions_frame(v, correlation_id=100 + v) for v in (0, 1, 2, 3, 0, 3)))
-        ids = [struct.unpack_from(">i", read_response(s))[0] for _ in range(6)]
+        ids = [struct.unpack_from(">i", read_frame(s))[0] for _ in range(6)]
     assert ids == [100, 101, 102, 103, 100, 103]
 
 
@@ -111,5 +100,5 @@ def test_frames_split_anywhere_are_reassembled(logway):
             step = rng.randint(1, 40000)
             s.sendall(stream[pos : pos + step])
             pos += step
-        ids = [struct.unpack_from(">i", read_response(s))[0] for _ in range(len(frames))]
+        ids = [struct.unpack_from(">i", read_frame(s))[0] for _ in range(len(frames))]
     assert ids == list(range(len(frames)))

@@ -15,6 +15,7 @@ import uuid
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from raw_requests import read_frame
 
 from logway.gateway.config import ConfigError, ServerConfig, parse_connection_overrides
 
@@ -67,18 +68,7 @@ def connect(port: int, source: str | None = None, timeout: float = 5.0) -> socke
 def ask_api_versions(s: socket.socket, correlation_id: int = 1) -> int:
     """Send ApiVersions v0 and return the response's correlation id (raises if the server closed or is silent)."""
     s.sendall(api_versions_frame(correlation_id))
-
-    def exact(n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = s.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed by the server")
-            buf += chunk
-        return buf
-
-    (size,) = struct.unpack(">i", exact(4))
-    return struct.unpack_from(">i", exact(size))[0]
+    return struct.unpack_from(">i", read_frame(s))[0]
 
 
 def closed_by_server(s: socket.socket, timeout: float) -> bool:

@@ -9,10 +9,9 @@ import struct
 import uuid
 
 import pytest
-from kio.serial import entity_reader
+from raw_requests import exchange
 
 from logway.wire.errors import ErrorCode
-from logway.wire.protocol import build, encode_body, request_type, response_type
 
 HUGE_COMPACT = b"\x80\x80\x80\x80\x40"  # uvarint 2^34 + 1: "an array of ~2^34 items"
 
@@ -30,33 +29,7 @@ REPRODUCERS = {
 }
 
 
-def request_frame(api_key: int, version: int, data: dict, correlation_id: int = 7) -> bytes:
-    header = struct.pack(">hhih", api_key, version, correlation_id, 1) + b"x"
-    if request_type(api_key, version).__flexible__:
-        header += b"\x00"
-    payload = header + encode_body(build(request_type(api_key, version), data))
-    return struct.pack(">i", len(payload)) + payload
 
-
-def read_exact(s: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = s.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed by the gateway")
-        buf += chunk
-    return buf
-
-
-def exchange(s: socket.socket, api_key: int, version: int, data: dict):
-    """Send one request, read its answer, decode it with kio."""
-    s.sendall(request_frame(api_key, version, data))
-    (size,) = struct.unpack(">i", read_exact(s, 4))
-    payload = read_exact(s, size)
-    assert struct.unpack_from(">i", payload)[0] == 7
-    cls = response_type(api_key, version)
-    body_at = 5 if cls.__flexible__ and api_key != 18 else 4
-    return entity_reader(cls)(payload, body_at)[0]
 
 
 def closed_by_server(s: socket.socket) -> bool:

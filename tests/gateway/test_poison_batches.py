@@ -20,6 +20,7 @@ import crc32c
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kio.serial import entity_reader
+from raw_requests import read_frame
 
 from logway.wire import compression
 from logway.wire.batch import ATTRIBUTES_POS, CRC_POS, LAST_OFFSET_DELTA_POS, LENGTH_POS, RECORDS_COUNT_POS
@@ -83,7 +84,7 @@ def _produce_raw(port: int, topic: str, records: bytes) -> tuple[int, str | None
     payload = struct.pack(">hhih", 0, PRODUCE_VERSION, 7, len(client_id)) + client_id + encode_body(body)
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(struct.pack(">i", len(payload)) + payload)
-        frame = _read_frame(s)
+        frame = read_frame(s)
     assert struct.unpack_from(">i", frame)[0] == 7
     response, _ = entity_reader(response_type(0, PRODUCE_VERSION))(bytes(frame), 4)
     partition = response.responses[0].partition_responses[0]
@@ -105,18 +106,6 @@ def _consume(bootstrap: str, topic: str, expected: int) -> list:
     finally:
         consumer.close()
     return records
-
-
-def _read_frame(s: socket.socket) -> bytes:
-    def exact(n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = s.recv(n - len(buf))
-            assert chunk, "connection closed"
-            buf += chunk
-        return buf
-
-    return exact(struct.unpack(">i", exact(4))[0])
 
 
 def test_poison_batches_are_refused_and_consumers_read_only_the_good_records(logway, topic_name):
