@@ -16,14 +16,19 @@ import mmap
 import os
 import socket
 import struct
+from typing import TYPE_CHECKING
 
 import trio
 
 from logway.gateway.broker import Broker
+from logway.gateway.config import Listener
 from logway.gateway.dispatch import dispatch
 from logway.gateway.request_memory import RESIZE_AFTER_S, RequestMemory
 from logway.wire.fetch import Chunk, FileSlice
 from logway.wire.protocol import MalformedRequest
+
+if TYPE_CHECKING:
+    from logway.gateway.security.sasl import SaslSession
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +53,17 @@ class ConnectionClosed(Exception):
 class Connection:
     """One client connection over a non-blocking socket; its reads and writes wait through trio."""
 
-    def __init__(self, broker: Broker, sock: socket.socket, peer: str, memory: RequestMemory) -> None:
+    # How requests are answered: the API dispatch, or until a SASL client has authenticated, its gate.
+    dispatch = staticmethod(dispatch)
+    # Who the client is, for the authorizer (Kafka's KafkaPrincipal): set by mTLS or SASL.
+    principal = "User:ANONYMOUS"
+
+    def __init__(self, broker: Broker, sock: socket.socket, peer: str, memory: RequestMemory,
+                 listener: Listener | None = None) -> None:
         self.broker = broker
+        self.listener = listener or broker.config.listeners[0]
+        self.advertised = broker.config.advertised_for(self.listener.name)
+        self.sasl: SaslSession | None = None
         self.sock = sock
         self.peer = peer
         self.memory = memory
@@ -252,14 +266,18 @@ class Connection:
         except OSError:
             pass
 
+    async def handshake(self) -> None:
+        """Before the first request: nothing on PLAINTEXT (TLS connections shake hands here)."""
+
     async def run(self) -> None:
         try:
+            await self.handshake()
             while True:
                 # No local keeps the frame or the response while waiting for the next request, so an idle
                 # connection's buffer (and a large response) can be freed.
                 frame = await self.read_frame()
                 self.busy = True
-                response = await dispatch(self, frame)
+                response = await self.dispatch(self, frame)
                 self.busy = False
                 del frame
                 if response is not None:

@@ -36,6 +36,8 @@ from logway.gateway.apis import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
 )
 from logway.wire.fetch import Chunk
@@ -79,6 +81,8 @@ API_MODULES: tuple[ModuleType, ...] = (
     describe_configs,
     create_partitions,
     offset_for_leader_epoch,
+    sasl_handshake,
+    sasl_authenticate,
 )
 REGISTRY: dict[int, ModuleType] = {m.API_KEY: m for m in API_MODULES}
 

@@ -98,7 +98,7 @@ async def handle(ctx, request):
                 entries.append(_lookup(broker, name, allow_create))
             except UnknownTopicOrPartition:
                 entries.append(topic_entry(broker, name, ErrorCode.unknown_topic_or_partition))
-    adv = broker.config.advertised
+    adv = ctx.connection.advertised
     return build(response_type(API_KEY, ctx.version), {
         "throttle_time": 0,
         "brokers": [{"node_id": broker.node_id, "host": adv.host or "127.0.0.1", "port": adv.port, "rack": None}],
