@@ -120,14 +120,16 @@ def parse_listeners(
     """
     out = []
     for item in filter(None, (v.strip() for v in value.split(","))):
-        parts = urlsplit(item)
+        # Listener names may hold '_' (SASL_SSL), which URL schemes may not: split the name off first.
+        scheme, sep, address = item.partition("://")
+        parts = urlsplit("listener://" + address)
         try:
             port = parts.port
         except ValueError as exc:  # a port that is not a number or out of 0-65535
             raise ConfigError(f"{key}={value!r}: listener {item!r}: {exc}") from None
-        if not parts.scheme or port is None:
+        if not sep or not scheme or port is None:
             raise ConfigError(f"{key}={value!r}: invalid listener {item!r}, expected NAME://host:port")
-        name = parts.scheme.upper()
+        name = scheme.upper()
         if name in skip:
             log.warning("%s: ignoring controller listener %s (Logway has no KRaft controller)", key, item)
             continue

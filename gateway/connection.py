@@ -254,6 +254,24 @@ class Connection:
         if buffered:
             await self.send_all(b"".join(buffered))
 
+    async def linger(self, seconds: float, limit: int = 64 * 1024) -> None:
+        """Before closing after a last response (a failed authentication): read and drop what the peer still
+        sends, until it closes or ``seconds`` pass, so close() does not reset the connection (a receive
+        buffer with unread bytes makes it send RST) before the client has read that response."""
+        scratch = bytearray(4096)
+        with trio.move_on_after(seconds):
+            while limit > 0:
+                try:
+                    n = self.sock.recv_into(scratch)
+                except BlockingIOError:
+                    await trio.lowlevel.wait_readable(self.sock)
+                    continue
+                except OSError:
+                    return
+                if n == 0:
+                    return
+                limit -= n
+
     def expire(self) -> None:
         """Close an idle connection (connections.max.idle.ms): shut the socket down, so the pending receive
         ends and run() closes it; Kafka's Selector closes expired channels quietly, so only a debug line."""

@@ -76,6 +76,7 @@ async def sasl_gate(conn: Connection, frame: memoryview):
     if session.failed:
         if response:
             await conn.send_chunks(response)
+            await conn.linger(1.0)
         from logway.gateway.connection import ConnectionClosed
 
         raise ConnectionClosed()

@@ -1,0 +1,268 @@
+"""TLS and SASL listeners against real clients (confluent-kafka, kafka-python) on an in-process gateway set up
+with Kafka's settings: SSL, SASL_SSL and SASL_PLAINTEXT with PLAIN and SCRAM-SHA-256/512, mTLS."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import ssl
+import struct
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka.admin import AdminClient
+
+from logway.gateway.config import ServerConfig
+from logway.gateway.in_process import InProcessGateway
+from logway.gateway.security.credentials import CredentialStore
+
+sys.path.insert(0, str(Path(__file__).parent))
+from tls_certs import make_certs  # noqa: E402
+
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+              'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory) -> dict[str, str]:
+    return make_certs(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory, certs):
+    data = tmp_path_factory.mktemp("data")
+    store = CredentialStore(data)
+    for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+        store.set("scram-user", mechanism, "scram-secret")
+    props = {
+        "listeners": "SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,"
+                     "PLAINTEXT://127.0.0.1:0,MTLS://127.0.0.1:0",
+        "listener.security.protocol.map": "SSL:SSL,SASL_SSL:SASL_SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+                                          "PLAINTEXT:PLAINTEXT,MTLS:SSL",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": certs["server"],
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": certs["ca"],
+        "ssl.client.auth": "none",
+        "listener.name.mtls.ssl.client.auth": "required",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+        "offsets.topic.num.partitions": "1",
+    }
+    gw = InProcessGateway(data, props).start()
+    yield gw
+    gw.stop()
+
+
+def _client_conf(gw, certs, protocol: str, mechanism: str | None = None, password: str | None = None) -> dict:
+    listener = {"SSL": "SSL", "SASL_SSL": "SASL_SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "MTLS": "MTLS"}[protocol]
+    conf = {"bootstrap.servers": gw.bootstrap_for(listener),
+            "security.protocol": "SSL" if protocol == "MTLS" else protocol}
+    if "SSL" in conf["security.protocol"]:
+        conf["ssl.ca.location"] = certs["ca"]
+    if protocol == "MTLS":
+        conf["ssl.certificate.location"] = certs["client"]
+        conf["ssl.key.location"] = certs["client_key"]
+    if mechanism:
+        user, secret = ("alice", "alice-secret") if mechanism == "PLAIN" else ("scram-user", "scram-secret")
+        conf.update({"sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password or secret})
+    return conf
+
+
+CASES = [("SSL", None), ("MTLS", None), ("SASL_SSL", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-256"),
+         ("SASL_SSL", "SCRAM-SHA-512"), ("SASL_PLAINTEXT", "PLAIN"), ("SASL_PLAINTEXT", "SCRAM-SHA-256")]
+
+
+@pytest.mark.parametrize(("protocol", "mechanism"), CASES)
+def test_confluent_kafka_produce_consume_commit(gateway, certs, protocol, mechanism):
+    conf = _client_conf(gateway, certs, protocol, mechanism)
+    topic = f"sec-{uuid.uuid4().hex[:8]}"
+    producer = Producer({**conf, "linger.ms": 1})
+    values = [f"v{i}".encode() * 1000 for i in range(20)]
+    for v in values:
+        producer.produce(topic, v)
+    assert producer.flush(15) == 0
+    group = f"g-{topic}"
+    consumer = Consumer({**conf, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    got = []
+    try:
+        while len(got) < len(values):
+            msg = consumer.poll(10)
+            assert msg is not None, f"only {len(got)} of {len(values)} records consumed"
+            assert msg.error() is None, msg.error()
+            got.append(msg.value())
+        consumer.commit(asynchronous=False)
+        committed = consumer.committed(consumer.assignment(), timeout=10)
+    finally:
+        consumer.close()
+    assert got == values
+    assert [tp.offset for tp in committed] == [len(values)]
+
+
+KP_CASES = [("SSL", None), ("SASL_SSL", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-512"), ("SASL_PLAINTEXT", "SCRAM-SHA-256")]
+
+
+@pytest.mark.parametrize(("protocol", "mechanism"), KP_CASES)
+def test_kafka_python_produce_consume_commit(gateway, certs, protocol, mechanism):
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    conf = _client_conf(gateway, certs, protocol, mechanism)
+    kp = {"bootstrap_servers": conf["bootstrap.servers"], "security_protocol": protocol}
+    if "SSL" in protocol:
+        kp["ssl_cafile"] = certs["ca"]
+    if mechanism:
+        kp.update(sasl_mechanism=mechanism, sasl_plain_username=conf["sasl.username"],
+                  sasl_plain_password=conf["sasl.password"])
+    topic = f"sec-kp-{uuid.uuid4().hex[:8]}"
+    producer = KafkaProducer(**kp)
+    for i in range(10):
+        producer.send(topic, f"m{i}".encode())
+    producer.flush(15)
+    producer.close()
+    consumer = KafkaConsumer(topic, group_id=f"g-{topic}", auto_offset_reset="earliest",
+                             enable_auto_commit=False, consumer_timeout_ms=10000, **kp)
+    try:
+        got = []
+        for msg in consumer:
+            got.append(msg.value)
+            if len(got) == 10:
+                break
+        consumer.commit()
+        assert consumer.committed(TopicPartition(topic, 0)) == 10
+    finally:
+        consumer.close()
+    assert got == [f"m{i}".encode() for i in range(10)]
+
+
+def _auth_error(conf: dict) -> KafkaError:
+    """The client's authentication error (librdkafka reports it through error_cb, served by poll)."""
+    errors: list[KafkaError] = []
+    producer = Producer({**conf, "error_cb": errors.append})
+    for _ in range(40):
+        producer.poll(0.25)
+        auth = [e for e in errors if e.code() == KafkaError._AUTHENTICATION]
+        if auth:
+            return auth[0]
+    raise AssertionError(f"no authentication error; got {errors}")
+
+
+@pytest.mark.parametrize(("protocol", "mechanism", "message"), [
+    ("SASL_SSL", "PLAIN", "Authentication failed: Invalid username or password"),
+    ("SASL_PLAINTEXT", "SCRAM-SHA-256", "Authentication failed during authentication due to invalid credentials "
+                                        "with SASL mechanism SCRAM-SHA-256"),
+    ("SASL_SSL", "SCRAM-SHA-512", "Authentication failed during authentication due to invalid credentials "
+                                  "with SASL mechanism SCRAM-SHA-512"),
+])
+def test_wrong_password_is_an_authentication_error(gateway, certs, protocol, mechanism, message):
+    error = _auth_error(_client_conf(gateway, certs, protocol, mechanism, password="wrong"))
+    assert message in error.str()
+    # The gateway goes on serving.
+    AdminClient(_client_conf(gateway, certs, protocol, mechanism)).list_topics(timeout=10)
+
+
+def test_kafka_python_wrong_password(gateway, certs, caplog):
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError as KPError
+
+    caplog.set_level(logging.WARNING, logger="kafka")
+    with pytest.raises(KPError):  # kafka-python gives up bootstrapping; the reason is in its log
+        KafkaAdminClient(bootstrap_servers=gateway.bootstrap_for("SASL_PLAINTEXT"), security_protocol="SASL_PLAINTEXT",
+                         sasl_mechanism="PLAIN", sasl_plain_username="alice", sasl_plain_password="nope",
+                         request_timeout_ms=3000, bootstrap_timeout_ms=3000)
+    assert any("Authentication failed: Invalid username or password" in r.getMessage() for r in caplog.records)
+
+
+def _frame(api_key: int, version: int, body: bytes = b"") -> bytes:
+    header = struct.pack(">hhih", api_key, version, 7, 4) + b"test"
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def _closed(s: socket.socket) -> bool:
+    try:
+        return s.recv(1) == b""
+    except (ConnectionResetError, ssl.SSLError):
+        return True
+
+
+def test_request_before_sasl_authentication_closes_the_connection(gateway):
+    with socket.create_connection(("127.0.0.1", gateway.ports["SASL_PLAINTEXT"]), timeout=5) as s:
+        s.sendall(_frame(3, 1, struct.pack(">i", -1)))  # Metadata v1, all topics
+        assert _closed(s)
+    with socket.create_connection(("127.0.0.1", gateway.ports["SASL_PLAINTEXT"]), timeout=5) as s:
+        s.sendall(_frame(18, 0))  # ApiVersions is answered before authentication
+        (size,) = struct.unpack(">i", s.recv(4))
+        assert size > 0
+
+
+def test_plaintext_client_on_tls_port_and_tls_client_on_plaintext_port(gateway, certs):
+    with socket.create_connection(("127.0.0.1", gateway.ports["SSL"]), timeout=5) as s:
+        s.sendall(_frame(18, 0))
+        assert _closed(s)  # nothing served
+    context = ssl.create_default_context(cafile=certs["ca"])
+    with socket.create_connection(("127.0.0.1", gateway.ports["PLAINTEXT"]), timeout=5) as raw:
+        with pytest.raises((ssl.SSLError, ConnectionResetError, OSError)):
+            context.wrap_socket(raw, server_hostname="127.0.0.1")
+    # A librdkafka client gets a clear error, and the gateway keeps serving.
+    errors: list[KafkaError] = []
+    producer = Producer({"bootstrap.servers": gateway.bootstrap_for("PLAINTEXT"), "security.protocol": "SSL",
+                         "ssl.ca.location": certs["ca"], "error_cb": errors.append})
+    for _ in range(40):
+        if errors:
+            break
+        producer.poll(0.25)
+    assert errors and errors[0].code() in (KafkaError._SSL, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN), errors
+    AdminClient(_client_conf(gateway, certs, "SSL")).list_topics(timeout=10)
+
+
+@pytest.mark.parametrize("cert", ["untrusted", "expired", None])
+def test_mtls_refuses_bad_or_missing_client_certificates(gateway, certs, cert, caplog):
+    caplog.set_level(logging.INFO, logger="logway.gateway.tls_connection")
+    context = ssl.create_default_context(cafile=certs["ca"])
+    if cert:
+        context.load_cert_chain(certs[cert], certs[cert + "_key"])
+    with socket.create_connection(("127.0.0.1", gateway.ports["MTLS"]), timeout=5) as raw:
+        try:
+            with context.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                s.sendall(_frame(18, 0))
+                assert _closed(s)  # TLS 1.3: the server's verdict arrives after the client's handshake
+        except (ssl.SSLError, ConnectionResetError):
+            pass
+    AdminClient(_client_conf(gateway, certs, "MTLS")).list_topics(timeout=10)  # a good certificate still works
+
+
+def test_mtls_principal_is_the_certificate_subject(gateway, certs, caplog):
+    caplog.set_level(logging.DEBUG, logger="logway.gateway.tls_connection")
+    AdminClient(_client_conf(gateway, certs, "MTLS")).list_topics(timeout=10)
+    assert any("authenticated as User:CN=alice,OU=Eng,O=Acme,C=US" in r.getMessage() for r in caplog.records)
+
+
+def test_config_reads_kafka_security_settings_without_warnings(certs, tmp_path):
+    config = ServerConfig({
+        "listeners": "SASL_SSL://127.0.0.1:9094", "log.dirs": str(tmp_path),
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": certs["server_encrypted"],
+        "ssl.key.password": "key-secret", "ssl.enabled.protocols": "TLSv1.3",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
+        "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config":
+            'org.apache.kafka.common.security.scram.ScramLoginModule required username="a" password="b";',
+    })
+    assert config.warnings == []
+    security = config.security["SASL_SSL"]
+    assert security.tls and security.sasl and security.plain_users["alice"] == "alice-secret"
+    assert security.ssl_context.minimum_version == ssl.TLSVersion.TLSv1_3
+
+
+@pytest.mark.parametrize(("props", "message"), [
+    ({"ssl.keystore.location": "/nonexistent.pem", "ssl.keystore.type": "PEM"}, "ssl.keystore.location"),
+    ({"ssl.keystore.location": "X", "ssl.keystore.type": "JKS"}, "PEM"),
+    ({"ssl.keystore.type": "PEM", "ssl.keystore.location": "SERVER", "ssl.key.password": "wrong"}, "key"),
+])
+def test_bad_ssl_settings_are_one_line_errors(certs, tmp_path, props, message):
+    from logway.gateway.config import ConfigError
+
+    props = {k: (certs["server_encrypted"] if v == "SERVER" else v) for k, v in props.items()}
+    with pytest.raises(ConfigError, match=message):
+        ServerConfig({"listeners": "SSL://127.0.0.1:9093", "log.dirs": str(tmp_path), **props})
