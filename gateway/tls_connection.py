@@ -5,6 +5,7 @@ go through user-space TLS). The PLAINTEXT path is untouched by any of this.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import socket
@@ -38,6 +39,8 @@ class NonBlockingTLSSocket(ssl.SSLSocket):
             return super().send(data, flags)
         except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
             raise BlockingIOError() from None
+        except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+            raise BrokenPipeError(errno.EPIPE, "TLS peer closed the connection") from None
 
 
 def wrap_server_socket(context: ssl.SSLContext, sock: socket.socket) -> NonBlockingTLSSocket:

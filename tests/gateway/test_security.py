@@ -266,3 +266,15 @@ def test_bad_ssl_settings_are_one_line_errors(certs, tmp_path, props, message):
     props = {k: (certs["server_encrypted"] if v == "SERVER" else v) for k, v in props.items()}
     with pytest.raises(ConfigError, match=message):
         ServerConfig({"listeners": "SSL://127.0.0.1:9093", "log.dirs": str(tmp_path), **props})
+
+
+def test_serve_with_an_unreadable_keystore_is_one_line(tmp_path):
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "logway.gateway", "serve", "--listeners", "SSL://127.0.0.1:0", "--log-dirs",
+         str(tmp_path), "--override", "ssl.keystore.type=PEM", "--override", "ssl.keystore.location=/nonexistent.pem"],
+        capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("logway: configuration error: ssl.keystore.location=/nonexistent.pem: cannot load")
+    assert len(proc.stderr.strip().splitlines()) == 1
