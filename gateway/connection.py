@@ -64,6 +64,10 @@ class Connection:
         self.listener = listener or broker.config.listeners[0]
         self.advertised = broker.config.advertised_for(self.listener.name)
         self.sasl: SaslSession | None = None
+        # The largest frame read: socket.request.max.bytes, or before SASL authentication
+        # sasl.server.max.receive.size (KIP-498: an unauthenticated client cannot make the broker buffer 100 MB).
+        self.max_frame = broker.config.socket_request_max_bytes
+        self.max_frame_key = "socket.request.max.bytes"
         self.sock = sock
         self.peer = peer
         self.memory = memory
@@ -100,9 +104,9 @@ class Connection:
                     raise MalformedRequest(f"truncated frame: {self.end - self.start} bytes of a size prefix") from None
                 raise
         (size,) = _SIZE.unpack_from(self.buf, self.start)
-        limit = self.broker.config.socket_request_max_bytes
+        limit = self.max_frame
         if size < 0 or size > limit:
-            raise MalformedRequest(f"frame of {size} bytes is larger than socket.request.max.bytes={limit} or negative")
+            raise MalformedRequest(f"frame of {size} bytes is larger than {self.max_frame_key}={limit} or negative")
         total = 4 + size
         while self.end - self.start < total:
             try:

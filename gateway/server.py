@@ -113,6 +113,7 @@ def _connection(broker: Broker, sock: stdlib_socket.socket, peer: str, memory: R
     if security.sasl:
         conn.sasl = SaslSession(security, credentials)
         conn.dispatch = sasl_gate
+        conn.max_frame, conn.max_frame_key = security.sasl_max_receive, "sasl.server.max.receive.size"
     return conn
 
 

@@ -82,4 +82,5 @@ async def sasl_gate(conn: Connection, frame: memoryview):
         raise ConnectionClosed()
     if session.authenticated:
         del conn.dispatch  # back to the class's API dispatch
+        conn.max_frame, conn.max_frame_key = conn.broker.config.socket_request_max_bytes, "socket.request.max.bytes"
     return response

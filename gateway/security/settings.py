@@ -20,7 +20,9 @@ log = logging.getLogger("logway.gateway.config")
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SUPPORTED_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)
 
-# The security settings read (Kafka's names and defaults).
+# The security settings read (Kafka's names and defaults). ssl.protocol, ssl.endpoint.identification.algorithm
+# and ssl.truststore.password are accepted without effect: OpenSSL negotiates the protocol within
+# ssl.enabled.protocols, a server verifies no host name, and a PEM truststore has no password.
 SECURITY_DEFAULTS: dict[str, str] = {
     "ssl.keystore.type": "JKS",
     "ssl.keystore.location": "",
@@ -36,6 +38,7 @@ SECURITY_DEFAULTS: dict[str, str] = {
     "ssl.endpoint.identification.algorithm": "https",
     "ssl.principal.mapping.rules": "DEFAULT",
     "sasl.enabled.mechanisms": "GSSAPI",
+    "sasl.server.max.receive.size": "524288",
 }
 _LISTENER_KEY = re.compile(r"listener\.name\.([^.]+)\.(.+)")
 _JAAS_KEY = re.compile(r"([a-z0-9\-]+)\.sasl\.jaas\.config")
@@ -63,6 +66,7 @@ class ListenerSecurity:
     ssl_context: ssl.SSLContext | None = None
     mechanisms: tuple[str, ...] = ()
     plain_users: dict[str, str] = field(default_factory=dict)
+    sasl_max_receive: int = 524288
 
     @property
     def tls(self) -> bool:
@@ -84,6 +88,9 @@ def listener_security(props: dict[str, str], name: str, protocol: str) -> Listen
 
     out = ListenerSecurity(protocol)
     if out.tls:
+        if get("ssl.principal.mapping.rules") != "DEFAULT":
+            log.warning("config ssl.principal.mapping.rules: only DEFAULT is supported (the principal is the "
+                        "certificate's full subject DN); ignored")
         # Kafka applies ssl.client.auth to SASL_SSL listeners only when listener-prefixed (KIP-684).
         client_auth = get("ssl.client.auth") if protocol == "SSL" else props.get(prefix + "ssl.client.auth", "none")
         out.ssl_context = _ssl_context(get, name, client_auth.strip().lower())
@@ -95,6 +102,11 @@ def listener_security(props: dict[str, str], name: str, protocol: str) -> Listen
                 f"sasl.enabled.mechanisms={','.join(mechanisms)}: listener {name}: Logway supports "
                 f"{', '.join(SUPPORTED_MECHANISMS)} (not {', '.join(unsupported) or 'an empty list'})")
         out.mechanisms = mechanisms
+        try:
+            out.sasl_max_receive = int(get("sasl.server.max.receive.size"))
+        except ValueError:
+            raise SecurityConfigError(f"sasl.server.max.receive.size={get('sasl.server.max.receive.size')}: "
+                                      "expected an integer") from None
         if "PLAIN" in mechanisms:
             key = prefix + "plain.sasl.jaas.config"
             jaas = props.get(key, props.get("sasl.jaas.config", ""))

@@ -197,6 +197,13 @@ def test_request_before_sasl_authentication_closes_the_connection(gateway):
         assert size > 0
 
 
+def test_large_frame_before_sasl_authentication_closes_the_connection(gateway):
+    # sasl.server.max.receive.size (KIP-498, 524288 by default) bounds what an unauthenticated client may send.
+    with socket.create_connection(("127.0.0.1", gateway.ports["SASL_PLAINTEXT"]), timeout=5) as s:
+        s.sendall(struct.pack(">i", 600_000) + b"\0" * 1000)
+        assert _closed(s)
+
+
 def test_plaintext_client_on_tls_port_and_tls_client_on_plaintext_port(gateway, certs):
     with socket.create_connection(("127.0.0.1", gateway.ports["SSL"]), timeout=5) as s:
         s.sendall(_frame(18, 0))
