@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from logway.gateway.apis import (
+    alter_user_scram_credentials,
     api_versions,
     create_partitions,
     create_topics,
@@ -22,6 +23,7 @@ from logway.gateway.apis import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_user_scram_credentials,
     fetch,
     find_coordinator,
     heartbeat,
@@ -83,6 +85,8 @@ API_MODULES: tuple[ModuleType, ...] = (
     offset_for_leader_epoch,
     sasl_handshake,
     sasl_authenticate,
+    describe_user_scram_credentials,
+    alter_user_scram_credentials,
 )
 REGISTRY: dict[int, ModuleType] = {m.API_KEY: m for m in API_MODULES}
 

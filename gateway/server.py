@@ -15,7 +15,6 @@ from logway.gateway.config import Listener, ServerConfig, canonical_ip
 from logway.gateway.connection import Connection
 from logway.gateway.connection_limits import ConnectionQuotas, expire_idle_connections
 from logway.gateway.request_memory import RequestMemory, budget_bytes
-from logway.gateway.security.credentials import CredentialStore
 from logway.gateway.security.sasl import SaslSession, sasl_gate
 from logway.gateway.tls_connection import TlsConnection, wrap_server_socket
 from logway.wire.errors import KafkaError
@@ -51,7 +50,6 @@ async def serve_connections(
     quotas = ConnectionQuotas.from_config(config)
     memory = RequestMemory(budget_bytes(config))
     connections: set[Connection] = set()
-    credentials = CredentialStore(config.log_dirs[0])
 
     async def handle(sock: stdlib_socket.socket, ip: str, listener: Listener) -> None:
         try:
@@ -60,7 +58,7 @@ async def serve_connections(
             peer = f"{host}:{port}"
         except OSError:
             peer = "?"
-        conn = _connection(broker, sock, peer, memory, listener, credentials)
+        conn = _connection(broker, sock, peer, memory, listener)
         connections.add(conn)
         try:
             await conn.run()
@@ -95,8 +93,8 @@ async def serve_connections(
         task_status.started()
 
 
-def _connection(broker: Broker, sock: stdlib_socket.socket, peer: str, memory: RequestMemory, listener: Listener,
-                credentials: CredentialStore) -> Connection:
+def _connection(broker: Broker, sock: stdlib_socket.socket, peer: str, memory: RequestMemory,
+                listener: Listener) -> Connection:
     """A Connection for the listener's security protocol: TLS wraps the socket; SASL gates the requests."""
     security = broker.config.security[listener.name]
     if security.protocol == "PLAINTEXT":
@@ -111,7 +109,7 @@ def _connection(broker: Broker, sock: stdlib_socket.socket, peer: str, memory: R
     else:
         conn = Connection(broker, sock, peer, memory, listener)
     if security.sasl:
-        conn.sasl = SaslSession(security, credentials)
+        conn.sasl = SaslSession(security, broker.credentials)
         conn.dispatch = sasl_gate
         conn.max_frame, conn.max_frame_key = security.sasl_max_receive, "sasl.server.max.receive.size"
     return conn

@@ -59,6 +59,15 @@ class CredentialStore:
         self._write(users)
         return True
 
+    def alter(self, upsertions: dict[tuple[str, str], ScramCredential], deletions: set[tuple[str, str]]) -> None:
+        """Apply (user, mechanism) upsertions and deletions in one write (AlterUserScramCredentials)."""
+        users = {user: dict(mechs) for user, mechs in self.users().items()}
+        for user, mechanism in deletions:
+            users.get(user, {}).pop(mechanism, None)
+        for (user, mechanism), credential in upsertions.items():
+            users.setdefault(user, {})[mechanism] = credential
+        self._write({user: mechs for user, mechs in users.items() if mechs})
+
     def _write(self, users: dict[str, dict[str, ScramCredential]]) -> None:
         """Atomically (a temporary file renamed over the old one), readable by the owner only."""
         tmp = self.path.with_suffix(".tmp")

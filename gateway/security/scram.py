@@ -15,6 +15,8 @@ import secrets
 from dataclasses import dataclass
 
 MECHANISMS = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+# Kafka's ScramMechanism type ids (DescribeUserScramCredentials, AlterUserScramCredentials).
+MECHANISM_IDS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 # Kafka's ScramMechanism.minIterations (4096 for both) and the maximum it accepts (16384).
 MIN_ITERATIONS = 4096
 MAX_ITERATIONS = 16384
@@ -36,14 +38,20 @@ class ScramCredential:
     iterations: int
 
 
+def credential_from_salted_password(mechanism: str, salt: bytes, salted: bytes, iterations: int) -> ScramCredential:
+    """What AlterUserScramCredentials sends (the client salts and hashes the password) made into a credential."""
+    digest = MECHANISMS[mechanism]
+    client_key = hmac.digest(salted, b"Client Key", digest)
+    server_key = hmac.digest(salted, b"Server Key", digest)
+    return ScramCredential(salt, hashlib.new(digest, client_key).digest(), server_key, iterations)
+
+
 def make_credential(mechanism: str, password: str, iterations: int = MIN_ITERATIONS, salt: bytes | None = None) -> ScramCredential:
     """Salt and hash a password as RFC 5802 section 3 does (what the broker stores instead of the password)."""
     digest = MECHANISMS[mechanism]
     salt = os.urandom(32) if salt is None else salt
     salted = hashlib.pbkdf2_hmac(digest, password.encode(), salt, iterations)
-    client_key = hmac.digest(salted, b"Client Key", digest)
-    server_key = hmac.digest(salted, b"Server Key", digest)
-    return ScramCredential(salt, hashlib.new(digest, client_key).digest(), server_key, iterations)
+    return credential_from_salted_password(mechanism, salt, salted, iterations)
 
 
 def _attributes(message: str) -> dict[str, str]:

@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from logway.gateway.config import ServerConfig
@@ -285,3 +285,40 @@ def test_serve_with_an_unreadable_keystore_is_one_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.startswith("logway: configuration error: ssl.keystore.location=/nonexistent.pem: cannot load")
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_alter_and_describe_user_scram_credentials_with_the_admin_client(gateway, certs):
+    from confluent_kafka.admin import (
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient({"bootstrap.servers": gateway.bootstrap_for("PLAINTEXT")})
+    user = f"carol-{uuid.uuid4().hex[:6]}"
+    upsert = UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192),
+                                          b"carol-secret")
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(10)
+    described = admin.describe_user_scram_credentials([user])[user].result(10)
+    assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_256, 8192)]
+    # The new user authenticates with SCRAM-SHA-256 (and its password is nowhere on disk).
+    conf = {"bootstrap.servers": gateway.bootstrap_for("SASL_PLAINTEXT"), "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": "carol-secret"}
+    AdminClient(conf).list_topics(timeout=10)
+    assert b"carol-secret" not in (gateway.data_dir / "scram-credentials.json").read_bytes()
+    # Kafka's errors: a missing user, a deletion of a credential that does not exist, too few iterations.
+    with pytest.raises(KafkaException, match="does not exist"):
+        admin.describe_user_scram_credentials([f"nobody-{user}"])[f"nobody-{user}"].result(10)
+    with pytest.raises(KafkaException, match="Attempt to delete a user credential that does not exist"):
+        admin.alter_user_scram_credentials([UserScramCredentialDeletion(
+            user, ScramMechanism.SCRAM_SHA_512)])[user].result(10)
+    with pytest.raises(KafkaException, match="Too few iterations"):
+        admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+            user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 100), b"x")])[user].result(10)
+    for future in admin.alter_user_scram_credentials([UserScramCredentialDeletion(
+            user, ScramMechanism.SCRAM_SHA_256)]).values():
+        future.result(10)
+    assert "SASL mechanism SCRAM-SHA-256" in _auth_error(conf).str()
