@@ -102,3 +102,16 @@ def test_wrong_password_gets_kafkas_authentication_error(secured, tmp_path):
     assert out.returncode != 0
     assert ("SaslAuthenticationException: Authentication failed during authentication due to invalid credentials "
             "with SASL mechanism SCRAM-SHA-512") in out.stdout + out.stderr
+
+
+def test_kafka_configs_adds_a_scram_user_who_can_then_authenticate(secured, tmp_path):
+    gw, certs, ports = secured
+    user = f"dave-{uuid.uuid4().hex[:6]}"
+    added = java("kafka.admin.ConfigCommand", "--bootstrap-server", gw.bootstrap, "--alter", "--add-config",
+                 "SCRAM-SHA-512=[iterations=8192,password=dave-secret]", "--entity-type", "users",
+                 "--entity-name", user)
+    assert added.returncode == 0, added.stdout[-2000:] + added.stderr[-2000:]
+    # (`--describe` also asks for client quotas, DescribeClientQuotas, which Logway does not serve.)
+    config = _client_config(tmp_path / "client.properties", certs, "SASL_SSL", "SCRAM-SHA-512", user, "dave-secret")
+    listed = java(TOPICS, "--bootstrap-server", f"127.0.0.1:{ports['SASL_SSL']}", "--list", "--command-config", config)
+    assert listed.returncode == 0, listed.stderr[-3000:]
