@@ -1,8 +1,8 @@
 """DescribeUserScramCredentials (key 50), v0 (flexible).
 
-users null or empty: every user with a SCRAM credential, sorted; else each named user once, with Kafka's
-errors and messages: an empty name or a user without credentials RESOURCE_NOT_FOUND, a name given twice
-DUPLICATE_RESOURCE. Each user lists its mechanisms (1 SCRAM-SHA-256, 2 SCRAM-SHA-512) and iterations; never
+users null or empty: every user with a SCRAM credential; else each named user once; both sorted by name, as
+Kafka 4 answers. Kafka's errors and messages: a user without credentials (the empty name included)
+RESOURCE_NOT_FOUND, a name given twice DUPLICATE_RESOURCE. Each user lists its mechanisms (1 SCRAM-SHA-256, 2 SCRAM-SHA-512) and iterations; never
 salts or keys.
 """
 
@@ -34,11 +34,8 @@ async def handle(ctx, request):
     else:
         counts = Counter(names)
         results = []
-        for name in dict.fromkeys(names):
-            if not name:
-                results.append({"user": name, "error_code": ErrorCode.resource_not_found,
-                                "error_message": "Username must not be empty"})
-            elif counts[name] > 1:
+        for name in sorted(set(names)):  # Kafka 4 answers in user-name order
+            if counts[name] > 1:
                 results.append({"user": name, "error_code": ErrorCode.duplicate_resource, "error_message":
                                 f"Cannot describe SCRAM credentials for the same user twice in a single request: {name}"})
             elif name not in users:
