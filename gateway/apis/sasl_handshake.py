@@ -1,8 +1,7 @@
 """SaslHandshake (key 17), v0-v1.
 
-v0: after the handshake the client sends raw SASL tokens (no Kafka framing); v1: the tokens go in
-SaslAuthenticate requests (KIP-152). Logway serves v1's flow; a v0 handshake is answered and the raw
-tokens that follow are not understood, so the connection closes (every current client uses v1).
+v0: after the handshake the client sends bare SASL tokens as size-prefixed frames, answered the same way
+(gateway/security/sasl.py); v1: the tokens go in SaslAuthenticate requests (KIP-152).
 Response: error_code, mechanisms (the listener's sasl.enabled.mechanisms). An unknown mechanism gets
 UNSUPPORTED_SASL_MECHANISM and the connection is closed, as Kafka does; a handshake on a non-SASL listener
 or a second one gets ILLEGAL_SASL_STATE.
@@ -30,4 +29,5 @@ async def handle(ctx, request):
         session.failed = True
         return build(body, {"error_code": ErrorCode.unsupported_sasl_mechanism, "mechanisms": mechanisms})
     session.mechanism = request.mechanism
+    session.raw = ctx.version == 0
     return build(body, {"error_code": ErrorCode.none, "mechanisms": mechanisms})

@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 _API_KEY = struct.Struct(">h")
+_SIZE = struct.Struct(">i")
 
 
 class SaslFailed(Exception):
@@ -40,6 +41,7 @@ class SaslSession:
         self.mechanism: str | None = None
         self.authenticated = False
         self.failed = False
+        self.raw = False  # after a SaslHandshake v0: the tokens come as bare frames, not SaslAuthenticate
         self._scram: ScramServer | None = None
 
     def step(self, token: bytes) -> tuple[bytes, str | None]:
@@ -64,23 +66,45 @@ class SaslSession:
 
 async def sasl_gate(conn: Connection, frame: memoryview):
     """The dispatch of a SASL connection until it has authenticated."""
+    from logway.gateway.connection import ConnectionClosed  # (imports at call time: connection imports the APIs)
     from logway.gateway.dispatch import dispatch
 
+    session = conn.sasl
+    if session.raw:
+        return await _raw_token(conn, session, frame)
     if len(frame) < 2:
         raise MalformedRequest("frame too short for a request header")
     (api_key,) = _API_KEY.unpack_from(frame)
     if api_key not in (API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE):
         raise MalformedRequest(f"Unexpected Kafka request of type {api_name(api_key)} during SASL handshake")
     response = await dispatch(conn, frame)
-    session = conn.sasl
     if session.failed:
         if response:
             await conn.send_chunks(response)
             await conn.linger(1.0)
-        from logway.gateway.connection import ConnectionClosed
-
         raise ConnectionClosed()
     if session.authenticated:
-        del conn.dispatch  # back to the class's API dispatch
-        conn.max_frame, conn.max_frame_key = conn.broker.config.socket_request_max_bytes, "socket.request.max.bytes"
+        _authenticated(conn)
     return response
+
+
+async def _raw_token(conn: Connection, session: SaslSession, frame: memoryview) -> list[bytes]:
+    """SaslHandshake v0's flow: the frame is a bare SASL token, the answer a size-prefixed bare token; a
+    failure closes the connection with no answer (there is no field to carry an error), as Kafka does."""
+    from logway.gateway.connection import ConnectionClosed
+
+    try:
+        answer, principal = session.step(bytes(frame))
+    except SaslFailed as exc:
+        log.info("failed authentication with %s (%s)", conn.peer, exc)
+        raise ConnectionClosed() from None
+    if principal is not None:
+        session.authenticated = True
+        conn.principal = principal
+        _authenticated(conn)
+    return [_SIZE.pack(len(answer)) + answer]
+
+
+def _authenticated(conn: Connection) -> None:
+    del conn.dispatch  # back to the class's API dispatch
+    conn.max_frame, conn.max_frame_key = conn.broker.config.socket_request_max_bytes, "socket.request.max.bytes"

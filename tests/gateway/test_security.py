@@ -322,3 +322,27 @@ def test_alter_and_describe_user_scram_credentials_with_the_admin_client(gateway
             user, ScramMechanism.SCRAM_SHA_256)]).values():
         future.result(10)
     assert "SASL mechanism SCRAM-SHA-256" in _auth_error(conf).str()
+
+
+def _handshake_v0(s: socket.socket, mechanism: bytes) -> None:
+    s.sendall(_frame(17, 0, struct.pack(">h", len(mechanism)) + mechanism))
+    (size,) = struct.unpack(">i", s.recv(4))
+    body = s.recv(size)
+    assert struct.unpack_from(">h", body, 4)[0] == 0  # error_code after the correlation id
+
+
+def test_sasl_handshake_v0_takes_bare_tokens(gateway):
+    # SaslHandshake v0 (pre-KIP-152 clients): the PLAIN token follows as a bare size-prefixed frame.
+    with socket.create_connection(("127.0.0.1", gateway.ports["SASL_PLAINTEXT"]), timeout=5) as s:
+        _handshake_v0(s, b"PLAIN")
+        token = b"\0alice\0alice-secret"
+        s.sendall(struct.pack(">i", len(token)) + token)
+        assert s.recv(4) == struct.pack(">i", 0)  # PLAIN's empty answer
+        s.sendall(_frame(3, 1, struct.pack(">i", -1)))  # now Metadata is served
+        (size,) = struct.unpack(">i", s.recv(4))
+        assert size > 8
+    with socket.create_connection(("127.0.0.1", gateway.ports["SASL_PLAINTEXT"]), timeout=5) as s:
+        _handshake_v0(s, b"PLAIN")
+        token = b"\0alice\0wrong"
+        s.sendall(struct.pack(">i", len(token)) + token)
+        assert _closed(s)
