@@ -160,7 +160,7 @@ async def serve(config: ServerConfig) -> None:
             async with trio.open_nursery() as nursery:
                 await nursery.start(run_broker, broker, listeners)
                 for listener in config.listeners:
-                    log.info("listening on %s (advertised as %s)", listener, config.advertised)
+                    log.info("listening on %s (advertised as %s)", listener, config.advertised_for(listener.name))
                 async for signum in signals:
                     log.info("received %s, shutting down", signal.Signals(signum).name)
                     nursery.cancel_scope.cancel()
