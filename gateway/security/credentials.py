@@ -70,6 +70,7 @@ class CredentialStore:
 
     def _write(self, users: dict[str, dict[str, ScramCredential]]) -> None:
         """Atomically (a temporary file renamed over the old one), readable by the owner only."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:

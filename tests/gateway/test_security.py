@@ -346,3 +346,35 @@ def test_sasl_handshake_v0_takes_bare_tokens(gateway):
         token = b"\0alice\0wrong"
         s.sendall(struct.pack(">i", len(token)) + token)
         assert _closed(s)
+
+
+def test_aiokafka_over_sasl_ssl_scram(gateway, certs):
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.helpers import create_ssl_context
+
+    topic = f"sec-aio-{uuid.uuid4().hex[:8]}"
+    options = dict(bootstrap_servers=gateway.bootstrap_for("SASL_SSL"), security_protocol="SASL_SSL",
+                   ssl_context=create_ssl_context(cafile=certs["ca"]), sasl_mechanism="SCRAM-SHA-256",
+                   sasl_plain_username="scram-user", sasl_plain_password="scram-secret")
+
+    async def run() -> list[bytes]:
+        producer = AIOKafkaProducer(**options)
+        await producer.start()
+        try:
+            for i in range(5):
+                await producer.send_and_wait(topic, f"a{i}".encode())
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(topic, group_id=f"g-{topic}", auto_offset_reset="earliest",
+                                    enable_auto_commit=False, **options)
+        await consumer.start()
+        try:
+            got = [(await asyncio.wait_for(consumer.getone(), 15)).value for _ in range(5)]
+            await consumer.commit()
+        finally:
+            await consumer.stop()
+        return got
+
+    assert asyncio.run(run()) == [f"a{i}".encode() for i in range(5)]
