@@ -44,14 +44,16 @@ def secured(tmp_path_factory) -> Iterator[tuple[GatewayProcess, dict, dict[str, 
     subprocess.run([sys.executable, "-m", "logway.gateway", "users", "add", "--log-dirs", str(data), "--user",
                     "alice", "--password", "alice-secret"], check=True)
     gw = GatewayProcess(data)
-    ports = {"SASL_SSL": free_port(), "SSL": free_port()}
+    ports = {"SASL_SSL": free_port(), "SSL": free_port(), "MTLS": free_port()}
     listeners = (f"PLAINTEXT://127.0.0.1:{gw.port},SASL_SSL://127.0.0.1:{ports['SASL_SSL']},"
-                 f"SSL://127.0.0.1:{ports['SSL']}")
+                 f"SSL://127.0.0.1:{ports['SSL']},MTLS://127.0.0.1:{ports['MTLS']}")
     overrides = {"ssl.keystore.type": "PEM", "ssl.keystore.location": certs["server"],
                  "ssl.truststore.type": "PEM", "ssl.truststore.location": certs["ca"],
                  "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
                  "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
-                 "group.initial.rebalance.delay.ms": "0"}
+                 "group.initial.rebalance.delay.ms": "0",
+                 "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL,MTLS:SSL",
+                 "listener.name.mtls.ssl.client.auth": "required"}
     args = ["--listeners", listeners, "--advertised-listeners", listeners]
     for key, value in overrides.items():
         args += ["--override", f"{key}={value}"]
@@ -64,8 +66,10 @@ def secured(tmp_path_factory) -> Iterator[tuple[GatewayProcess, dict, dict[str, 
 
 
 def _client_config(path: Path, certs: dict, protocol: str, mechanism: str | None, user: str = "",
-                   password: str = "") -> str:
+                   password: str = "", keystore: str | None = None) -> str:
     lines = [f"security.protocol={protocol}", "ssl.truststore.type=PEM", f"ssl.truststore.location={certs['ca']}"]
+    if keystore:
+        lines += ["ssl.keystore.type=PEM", f"ssl.keystore.location={certs[keystore]}", "ssl.key.password=key-secret"]
     if mechanism:
         module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if mechanism == "PLAIN"
                   else "org.apache.kafka.common.security.scram.ScramLoginModule")
@@ -115,3 +119,14 @@ def test_kafka_configs_adds_a_scram_user_who_can_then_authenticate(secured, tmp_
     config = _client_config(tmp_path / "client.properties", certs, "SASL_SSL", "SCRAM-SHA-512", user, "dave-secret")
     listed = java(TOPICS, "--bootstrap-server", f"127.0.0.1:{ports['SASL_SSL']}", "--list", "--command-config", config)
     assert listed.returncode == 0, listed.stderr[-3000:]
+
+
+@pytest.mark.parametrize(("keystore", "ok"), [("client_keystore", True), ("untrusted_keystore", False), (None, False)])
+def test_java_client_certificates_on_a_required_mtls_listener(secured, tmp_path, keystore, ok):
+    _, certs, ports = secured
+    config = _client_config(tmp_path / "client.properties", certs, "SSL", None, keystore=keystore)
+    out = java(TOPICS, "--bootstrap-server", f"127.0.0.1:{ports['MTLS']}", "--list", "--command-config", config,
+               timeout=60)
+    assert (out.returncode == 0) == ok, out.stdout[-2000:] + out.stderr[-2000:]
+    if not ok:
+        assert "SslAuthenticationException" in out.stdout + out.stderr

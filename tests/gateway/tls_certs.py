@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import subprocess
 from pathlib import Path
 
 from cryptography import x509
@@ -41,6 +42,13 @@ def _key_pem(key, password: bytes | None = None) -> bytes:
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
 
 
+def _java_key_pem(key, password: bytes) -> bytes:
+    """PKCS#8 encrypted with PBES1 (SHA1 and 3DES), by the openssl CLI: the Java runtime cannot read the
+    PBES2-encrypted keys `cryptography` writes."""
+    return subprocess.run(["openssl", "pkcs8", "-topk8", "-v1", "PBE-SHA1-3DES", "-passout",
+                           f"pass:{password.decode()}"], input=_key_pem(key), capture_output=True, check=True).stdout
+
+
 def make_certs(d: Path) -> dict[str, str]:
     """Writes the files into ``d``; returns their paths by name."""
     ca_key, other_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
@@ -61,6 +69,10 @@ def make_certs(d: Path) -> dict[str, str]:
         key = ec.generate_private_key(ec.SECP256R1())
         paths[name] = d / f"{name}.pem"
         paths[name + "_key"] = d / f"{name}-key.pem"
-        paths[name].write_bytes(_pem(_cert(subject, key, issuer, issuer_key, days=days)))
+        cert = _cert(subject, key, issuer, issuer_key, days=days)
+        paths[name].write_bytes(_pem(cert))
         paths[name + "_key"].write_bytes(_key_pem(key))
+        # A Java client's PEM keystore (KIP-651): the certificate and its key, encrypted with "key-secret".
+        paths[name + "_keystore"] = d / f"{name}-keystore.pem"
+        paths[name + "_keystore"].write_bytes(_java_key_pem(key, b"key-secret") + _pem(cert))
     return {k: str(v) for k, v in paths.items()}
