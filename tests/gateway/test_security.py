@@ -221,6 +221,14 @@ def test_plaintext_client_on_tls_port_and_tls_client_on_plaintext_port(gateway, 
             break
         producer.poll(0.25)
     assert errors and errors[0].code() in (KafkaError._SSL, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN), errors
+    # And a librdkafka PLAINTEXT client on the TLS port: disconnected, told so.
+    errors = []
+    producer = Producer({"bootstrap.servers": gateway.bootstrap_for("SSL"), "error_cb": errors.append})
+    for _ in range(40):
+        if errors:
+            break
+        producer.poll(0.25)
+    assert errors and errors[0].code() in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN), errors
     AdminClient(_client_conf(gateway, certs, "SSL")).list_topics(timeout=10)
 
 
