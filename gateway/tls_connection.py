@@ -54,6 +54,8 @@ class TlsConnection(Connection):
     async def handshake(self) -> None:
         sock = self.sock
         while True:
+            if self.expired:  # connections.max.idle.ms ran out mid-handshake (expire() shut the socket down)
+                raise ConnectionClosed()
             try:
                 sock.do_handshake()
                 break

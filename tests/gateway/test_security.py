@@ -386,3 +386,17 @@ def test_aiokafka_over_sasl_ssl_scram(gateway, certs):
         return got
 
     assert asyncio.run(run()) == [f"a{i}".encode() for i in range(5)]
+
+
+def test_idle_connection_mid_tls_handshake_is_closed_quietly(tmp_path, certs, caplog):
+    # connections.max.idle.ms applies before the TLS handshake completes, without an internal error.
+    caplog.set_level(logging.INFO, logger="logway")
+    gw = InProcessGateway(tmp_path / "data", {
+        "listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "PEM", "ssl.keystore.location": certs["server"],
+        "connections.max.idle.ms": "300"}).start()
+    try:
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=5) as s:
+            assert _closed(s)  # the server closes it; the client never sent a ClientHello
+    finally:
+        gw.stop()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("logway")]
