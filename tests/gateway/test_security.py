@@ -400,3 +400,22 @@ def test_idle_connection_mid_tls_handshake_is_closed_quietly(tmp_path, certs, ca
     finally:
         gw.stop()
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("logway")]
+
+
+def test_unknown_mechanism_and_authenticate_before_handshake_are_refused(gateway):
+    # Kafka answers UNSUPPORTED_SASL_MECHANISM (33) with the enabled mechanisms, then closes.
+    with socket.create_connection(("127.0.0.1", gateway.ports["SASL_PLAINTEXT"]), timeout=5) as s:
+        s.sendall(_frame(17, 1, struct.pack(">h", 6) + b"GSSAPI"))
+        (size,) = struct.unpack(">i", s.recv(4))
+        body = s.recv(size)
+        error, count = struct.unpack_from(">hi", body, 4)
+        assert error == 33 and count == 3
+        assert b"SCRAM-SHA-512" in body and b"PLAIN" in body
+        assert _closed(s)
+    # SaslAuthenticate without a handshake: ILLEGAL_SASL_STATE (34), then closed.
+    with socket.create_connection(("127.0.0.1", gateway.ports["SASL_PLAINTEXT"]), timeout=5) as s:
+        token = b"\0alice\0alice-secret"
+        s.sendall(_frame(36, 1, struct.pack(">i", len(token)) + token))
+        (size,) = struct.unpack(">i", s.recv(4))
+        assert struct.unpack_from(">h", s.recv(size), 4)[0] == 34
+        assert _closed(s)
