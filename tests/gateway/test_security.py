@@ -419,3 +419,16 @@ def test_unknown_mechanism_and_authenticate_before_handshake_are_refused(gateway
         (size,) = struct.unpack(">i", s.recv(4))
         assert struct.unpack_from(">h", s.recv(size), 4)[0] == 34
         assert _closed(s)
+
+
+def test_inter_broker_mechanism_is_accepted_with_a_warning(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="logway.gateway.config")
+    config = ServerConfig({"listeners": "SASL_PLAINTEXT://127.0.0.1:9095", "log.dirs": str(tmp_path),
+                           "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+                           "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-256",
+                           "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+                           "listener.name.sasl_plaintext.bogus.key": "x"})
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("sasl.mechanism.inter.broker.protocol" in m and "ignored" in m for m in messages)
+    assert config.security["SASL_PLAINTEXT"].mechanisms == ("SCRAM-SHA-512",)  # the listener prefix wins
+    assert config.warnings == ["unknown config listener.name.sasl_plaintext.bogus.key; ignored"]
