@@ -20,6 +20,7 @@ from logway.coordinator.producer_ids import ProducerIdManager
 from logway.gateway.config import ServerConfig, parse_properties
 from logway.gateway.groups import GroupService
 from logway.gateway.security.authorizer import ACL_FILE, Authorizer, write_file
+from logway.gateway.security.credentials import CredentialStore
 from logway.storage.errors import KafkaStorageError, UnknownTopicOrPartition
 from logway.storage.log_manager import CHECKPOINT_INTERVAL_MS, LogManager
 from logway.storage.partition_log import PartitionLog
@@ -50,6 +51,8 @@ class Broker:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.node_id = config.node_id
+        # SCRAM users (logway users, AlterUserScramCredentials), read by SASL connections.
+        self.credentials = CredentialStore(config.log_dirs[0])
         self.logs = LogManager(
             [Path(d) for d in config.log_dirs], config.log_config,
             cleaner_config=config.cleaner_config, max_open_segments=config.max_open_segments,

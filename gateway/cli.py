@@ -13,6 +13,8 @@ from pathlib import Path
 import trio
 
 from logway.gateway.config import ConfigError, ServerConfig
+from logway.gateway.security.credentials import CredentialStore
+from logway.gateway.security.scram import MECHANISMS
 from logway.storage.errors import LogDirLocked
 
 LOG_LEVELS = ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG")
@@ -45,6 +47,16 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("dest", metavar="DEST", nargs="?", help="a new or empty directory for Logway's log.dirs")
     imp.add_argument("--in-place", action="store_true",
                      help="adopt SRC itself (Kafka-only files are moved into SRC/.kafka-only) instead of copying")
+    users = sub.add_parser("users", help="SCRAM users (stored salted and hashed in the first log dir)")
+    users.add_argument("action", choices=("add", "delete", "list"))
+    users.add_argument("--config", help="the broker's server.properties (for log.dirs)")
+    users.add_argument("--log-dirs", help="the broker's log.dirs (instead of --config)")
+    users.add_argument("--user", help="the user name (add, delete)")
+    users.add_argument("--password", help="the password (add); read from stdin when omitted")
+    users.add_argument("--mechanism", action="append", choices=sorted(MECHANISMS),
+                       help="SCRAM-SHA-256 and/or SCRAM-SHA-512 (repeatable; default both)")
+    users.add_argument("--iterations", type=int, default=4096, help="PBKDF2 iterations (4096-16384)")
+    users.add_argument("--log-level", default="WARNING")
     return parser
 
 
@@ -69,6 +81,37 @@ def import_kafka_logdir(args: argparse.Namespace) -> int:
         print(f"skipped {skipped}")
     for warning in report.warnings:
         print(f"warning: {warning}")
+    return 0
+
+
+def users_command(args: argparse.Namespace) -> int:
+    """`logway users add|delete|list`: Kafka's kafka-configs --alter --add-config 'SCRAM-SHA-256=[...]', offline."""
+    overrides = {"log.dirs": args.log_dirs} if args.log_dirs else {}
+    config = ServerConfig.load(args.config, overrides)
+    store = CredentialStore(config.log_dirs[0])
+    if args.action == "list":
+        for user, mechanisms in sorted(store.users().items()):
+            described = ", ".join(f"{m} (iterations={c.iterations})" for m, c in sorted(mechanisms.items()))
+            print(f"{user}: {described}")
+        return 0
+    if not args.user:
+        raise ConfigError(f"users {args.action}: --user is required")
+    if args.action == "delete":
+        mechanisms = args.mechanism or [None]
+        found = [store.delete(args.user, m) for m in mechanisms]
+        if not any(found):
+            print(f"logway: no SCRAM credentials for user {args.user!r}", file=sys.stderr)
+            return 1
+        return 0
+    password = args.password if args.password is not None else sys.stdin.readline().rstrip("\n")
+    if not password:
+        raise ConfigError("users add: empty password")
+    Path(config.log_dirs[0]).mkdir(parents=True, exist_ok=True)
+    for mechanism in args.mechanism or sorted(MECHANISMS):
+        try:
+            store.set(args.user, mechanism, password, args.iterations)
+        except ValueError as exc:
+            raise ConfigError(f"users add: {exc}") from None
     return 0
 
 
@@ -119,6 +162,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{', '.join(LOG_LEVELS)}", file=sys.stderr)
         return 2
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "users":
+        try:
+            return users_command(args)
+        except ConfigError as exc:
+            print(f"logway: configuration error: {exc}", file=sys.stderr)
+            return 2
     if args.command == "serve":
         from logway.gateway.server import StartupError, serve
 

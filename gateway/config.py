@@ -11,6 +11,13 @@ from urllib.parse import urlsplit
 
 from logway.gateway.config_keys import check_keys, known_keys
 from logway.gateway.security.authorizer import ACL_AUTHORIZER, STANDARD_AUTHORIZER, parse_super_users
+from logway.gateway.security.settings import (
+    SECURITY_DEFAULTS,
+    ListenerSecurity,
+    SecurityConfigError,
+    is_listener_security_key,
+    listener_security,
+)
 from logway.storage.cleaner import CLEANER_KEYS, CleanerConfig
 from logway.storage.config import BROKER_TO_TOPIC, LogConfig
 from logway.storage.errors import InvalidConfig
@@ -105,6 +112,7 @@ class Listener:
     name: str
     host: str
     port: int
+    protocol: str = "PLAINTEXT"
 
     def __str__(self) -> str:
         return f"{self.name}://{self.host}:{self.port}"
@@ -120,20 +128,24 @@ def parse_listeners(
     """
     out = []
     for item in filter(None, (v.strip() for v in value.split(","))):
-        parts = urlsplit(item)
+        # Listener names may hold '_' (SASL_SSL), which URL schemes may not: split the name off first.
+        scheme, sep, address = item.partition("://")
+        parts = urlsplit("listener://" + address)
         try:
             port = parts.port
         except ValueError as exc:  # a port that is not a number or out of 0-65535
             raise ConfigError(f"{key}={value!r}: listener {item!r}: {exc}") from None
-        if not parts.scheme or port is None:
+        if not sep or not scheme or port is None:
             raise ConfigError(f"{key}={value!r}: invalid listener {item!r}, expected NAME://host:port")
-        name = parts.scheme.upper()
+        name = scheme.upper()
         if name in skip:
             log.warning("%s: ignoring controller listener %s (Logway has no KRaft controller)", key, item)
             continue
-        if (protocols or {}).get(name, name) != "PLAINTEXT":
-            raise ConfigError(f"{key}={value!r}: listener {item!r}: only PLAINTEXT is supported")
-        out.append(Listener(name, parts.hostname or "", port))
+        protocol = (protocols or {}).get(name, name)
+        if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+            raise ConfigError(f"{key}={value!r}: listener {item!r}: unknown security protocol {protocol} "
+                              "(map the name in listener.security.protocol.map)")
+        out.append(Listener(name, parts.hostname or "", port, protocol))
     return out
 
 
@@ -223,7 +235,14 @@ class ServerConfig:
         controllers = frozenset(n.strip().upper() for n in p.get("controller.listener.names", "").split(",") if n.strip())
         self.listeners = parse_listeners(p["listeners"], "listeners", protocols, controllers)
         if not self.listeners:
-            raise ConfigError(f"listeners={p['listeners']!r}: no PLAINTEXT listener to serve on")
+            raise ConfigError(f"listeners={p['listeners']!r}: no listener to serve on")
+        try:
+            self.security: dict[str, ListenerSecurity] = {
+                lst.name: listener_security(p, lst.name, lst.protocol) for lst in self.listeners}
+        except SecurityConfigError as exc:
+            raise ConfigError(str(exc)) from None
+        if "sasl.mechanism.inter.broker.protocol" in given:
+            log.warning("config sasl.mechanism.inter.broker.protocol: Logway has no inter-broker traffic; ignored")
         self.advertised_listeners = (
             parse_listeners(p["advertised.listeners"], "advertised.listeners", protocols, controllers) or self.listeners
         )
@@ -258,7 +277,9 @@ class ServerConfig:
             self.cleaner_config = CleanerConfig.from_broker_properties(p)
         except InvalidConfig as exc:
             raise ConfigError(str(exc)) from None
-        self.warnings = check_keys(given, known_keys(BROKER_DEFAULTS, BROKER_TO_TOPIC, CLEANER_KEYS, _READ_ELSEWHERE))
+        self.warnings = check_keys([k for k in given if not is_listener_security_key(k)],
+                                   known_keys(BROKER_DEFAULTS, BROKER_TO_TOPIC, CLEANER_KEYS, SECURITY_DEFAULTS,
+                                              _READ_ELSEWHERE))
 
     def _read_connection_limits(self, p: dict[str, str]) -> None:
         """Socket-server limits, validated as Kafka's KafkaConfig does (names and messages are Kafka's)."""
@@ -289,6 +310,14 @@ class ServerConfig:
     def advertised(self) -> Listener:
         return self.advertised_listeners[0]
 
+    def advertised_for(self, name: str) -> Listener:
+        """What clients on listener ``name`` are told to connect to: the advertised listener of the same name
+        (as Kafka answers Metadata per listener), else the first one."""
+        for listener in self.advertised_listeners:
+            if listener.name == name:
+                return listener
+        return self.advertised_listeners[0]
+
     @classmethod
     def load(cls, path: str | Path | None = None, overrides: dict[str, str] | None = None) -> ServerConfig:
         props: dict[str, str] = {}
@@ -299,7 +328,8 @@ class ServerConfig:
 
 
 # Keys read outside the tables above: KRaft listener settings that shape how `listeners` is read.
-_READ_ELSEWHERE = ("listener.security.protocol.map", "controller.listener.names")
+_READ_ELSEWHERE = ("listener.security.protocol.map", "controller.listener.names", "sasl.jaas.config",
+                   "sasl.mechanism.inter.broker.protocol")
 
 
 def read_properties_file(path: Path) -> str:

@@ -28,8 +28,7 @@ NOT_APPLICABLE: frozenset[str] = frozenset({
     # ZooKeeper-era settings (Kafka 4 removed them; old files still carry them).
     "zookeeper.connect", "zookeeper.connection.timeout.ms", "zookeeper.session.timeout.ms",
     # Listeners and security beyond one PLAINTEXT listener.
-    "inter.broker.listener.name", "listener.security.protocol.map", "security.inter.broker.protocol",
-    "sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol", "sasl.mechanism.controller.protocol",
+    "inter.broker.listener.name", "security.inter.broker.protocol", "sasl.mechanism.controller.protocol",
     # Threads and socket tuning of Kafka's network and request layers.
     "num.network.threads", "num.io.threads", "background.threads", "num.replica.fetchers",
     "num.recovery.threads.per.data.dir", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",

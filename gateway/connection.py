@@ -16,14 +16,19 @@ import mmap
 import os
 import socket
 import struct
+from typing import TYPE_CHECKING
 
 import trio
 
 from logway.gateway.broker import Broker
+from logway.gateway.config import Listener
 from logway.gateway.dispatch import dispatch
 from logway.gateway.request_memory import RESIZE_AFTER_S, RequestMemory
 from logway.wire.fetch import Chunk, FileSlice
 from logway.wire.protocol import MalformedRequest
+
+if TYPE_CHECKING:
+    from logway.gateway.security.sasl import SaslSession
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +53,21 @@ class ConnectionClosed(Exception):
 class Connection:
     """One client connection over a non-blocking socket; its reads and writes wait through trio."""
 
-    def __init__(self, broker: Broker, sock: socket.socket, peer: str, memory: RequestMemory) -> None:
+    # How requests are answered: the API dispatch, or until a SASL client has authenticated, its gate.
+    dispatch = staticmethod(dispatch)
+    # Who the client is, for the authorizer (Kafka's KafkaPrincipal): set by mTLS or SASL.
+    principal = "User:ANONYMOUS"
+
+    def __init__(self, broker: Broker, sock: socket.socket, peer: str, memory: RequestMemory,
+                 listener: Listener | None = None) -> None:
         self.broker = broker
+        self.listener = listener or broker.config.listeners[0]
+        self.advertised = broker.config.advertised_for(self.listener.name)
+        self.sasl: SaslSession | None = None
+        # The largest frame read: socket.request.max.bytes, or before SASL authentication
+        # sasl.server.max.receive.size (KIP-498: an unauthenticated client cannot make the broker buffer 100 MB).
+        self.max_frame = broker.config.socket_request_max_bytes
+        self.max_frame_key = "socket.request.max.bytes"
         self.sock = sock
         self.peer = peer
         self.memory = memory
@@ -86,9 +104,9 @@ class Connection:
                     raise MalformedRequest(f"truncated frame: {self.end - self.start} bytes of a size prefix") from None
                 raise
         (size,) = _SIZE.unpack_from(self.buf, self.start)
-        limit = self.broker.config.socket_request_max_bytes
+        limit = self.max_frame
         if size < 0 or size > limit:
-            raise MalformedRequest(f"frame of {size} bytes is larger than socket.request.max.bytes={limit} or negative")
+            raise MalformedRequest(f"frame of {size} bytes is larger than {self.max_frame_key}={limit} or negative")
         total = 4 + size
         while self.end - self.start < total:
             try:
@@ -240,6 +258,26 @@ class Connection:
         if buffered:
             await self.send_all(b"".join(buffered))
 
+    async def linger(self, seconds: float, limit: int = 64 * 1024) -> None:
+        """Before closing after a last response (a failed authentication): read and drop what the peer still
+        sends, until it closes or ``seconds`` pass, so close() does not reset the connection (a receive
+        buffer with unread bytes makes it send RST) before the client has read that response. (Shutting the
+        write side first made kafka-python 3.0 report a plain disconnect instead of the authentication
+        error, observed in test_kafka_python_wrong_password.)"""
+        scratch = bytearray(4096)
+        with trio.move_on_after(seconds):
+            while limit > 0:
+                try:
+                    n = self.sock.recv_into(scratch)
+                except BlockingIOError:
+                    await trio.lowlevel.wait_readable(self.sock)
+                    continue
+                except OSError:
+                    return
+                if n == 0:
+                    return
+                limit -= n
+
     def expire(self) -> None:
         """Close an idle connection (connections.max.idle.ms): shut the socket down, so the pending receive
         ends and run() closes it; Kafka's Selector closes expired channels quietly, so only a debug line."""
@@ -252,14 +290,18 @@ class Connection:
         except OSError:
             pass
 
+    async def handshake(self) -> None:
+        """Before the first request: nothing on PLAINTEXT (TLS connections shake hands here)."""
+
     async def run(self) -> None:
         try:
+            await self.handshake()
             while True:
                 # No local keeps the frame or the response while waiting for the next request, so an idle
                 # connection's buffer (and a large response) can be freed.
                 frame = await self.read_frame()
                 self.busy = True
-                response = await dispatch(self, frame)
+                response = await self.dispatch(self, frame)
                 self.busy = False
                 del frame
                 if response is not None:

@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from logway.gateway.apis import (
+    alter_user_scram_credentials,
     api_versions,
     create_acls,
     create_partitions,
@@ -25,6 +26,7 @@ from logway.gateway.apis import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_user_scram_credentials,
     fetch,
     find_coordinator,
     heartbeat,
@@ -39,6 +41,8 @@ from logway.gateway.apis import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
 )
 from logway.gateway.security.authorizer import (
@@ -93,6 +97,10 @@ API_MODULES: tuple[ModuleType, ...] = (
     describe_acls,
     create_acls,
     delete_acls,
+    sasl_handshake,
+    sasl_authenticate,
+    describe_user_scram_credentials,
+    alter_user_scram_credentials,
 )
 REGISTRY: dict[int, ModuleType] = {m.API_KEY: m for m in API_MODULES}
 

@@ -23,6 +23,7 @@ class InProcessGateway:
         self.data_dir = data_dir
         self.overrides = overrides or {}
         self.port = 0
+        self.ports: dict[str, int] = {}  # listener name -> bound port (several listeners: see ``bootstrap_for``)
         self.broker: Broker | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
@@ -33,6 +34,9 @@ class InProcessGateway:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    def bootstrap_for(self, listener: str) -> str:
+        return f"127.0.0.1:{self.ports[listener.upper()]}"
 
     def start(self) -> InProcessGateway:
         self._ready.clear()
@@ -57,8 +61,10 @@ class InProcessGateway:
                  "group.initial.rebalance.delay.ms": "0", **self.overrides}
         config = ServerConfig.load(None, props)
         listeners = await open_listeners(config)
-        self.port = listeners[0].socket.getsockname()[1]
-        config.advertised_listeners = [Listener("PLAINTEXT", "127.0.0.1", self.port)]
+        self.ports = {lst.name: bound.socket.getsockname()[1] for lst, bound in reversed(listeners)}
+        self.port = listeners[0][1].socket.getsockname()[1]
+        config.advertised_listeners = [Listener(lst.name, "127.0.0.1", self.ports[lst.name], lst.protocol)
+                                       for lst in config.listeners]
         broker = Broker(config)
         broker.open()
         self.broker = broker

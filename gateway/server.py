@@ -11,10 +11,12 @@ import socket as stdlib_socket
 import trio
 
 from logway.gateway.broker import Broker
-from logway.gateway.config import ServerConfig, canonical_ip
+from logway.gateway.config import Listener, ServerConfig, canonical_ip
 from logway.gateway.connection import Connection
 from logway.gateway.connection_limits import ConnectionQuotas, expire_idle_connections
 from logway.gateway.request_memory import RequestMemory, budget_bytes
+from logway.gateway.security.sasl import SaslSession, sasl_gate
+from logway.gateway.tls_connection import TlsConnection, wrap_server_socket
 from logway.wire.errors import KafkaError
 
 log = logging.getLogger(__name__)
@@ -26,33 +28,37 @@ class StartupError(Exception):
     """The broker cannot start (a port in use, an unusable log dir): one line for the user, no traceback."""
 
 
-async def open_listeners(config: ServerConfig) -> list[trio.SocketListener]:
-    listeners: list[trio.SocketListener] = []
+async def open_listeners(config: ServerConfig) -> list[tuple[Listener, trio.SocketListener]]:
+    """The bound sockets, each with the configured listener it serves (its name and security protocol)."""
+    listeners: list[tuple[Listener, trio.SocketListener]] = []
     for listener in config.listeners:
         try:
-            listeners.extend(await trio.open_tcp_listeners(listener.port, host=listener.host or None, backlog=1024))
+            bound = await trio.open_tcp_listeners(listener.port, host=listener.host or None, backlog=1024)
         except OSError as exc:
-            for opened in listeners:
+            for _, opened in listeners:
                 await opened.aclose()
             raise StartupError(f"listeners={listener}: cannot listen: {exc.strerror or exc}") from exc
+        listeners.extend((listener, sock) for sock in bound)
     return listeners
 
 
-async def serve_connections(broker: Broker, listeners: list[trio.SocketListener], task_status=trio.TASK_STATUS_IGNORED):
+async def serve_connections(
+    broker: Broker, listeners: list[tuple[Listener, trio.SocketListener]], task_status=trio.TASK_STATUS_IGNORED
+):
     """Accept on every listener within the connection limits; one task per connection; idle ones expire."""
     config = broker.config
     quotas = ConnectionQuotas.from_config(config)
     memory = RequestMemory(budget_bytes(config))
     connections: set[Connection] = set()
 
-    async def handle(sock: stdlib_socket.socket, ip: str) -> None:
+    async def handle(sock: stdlib_socket.socket, ip: str, listener: Listener) -> None:
         try:
             sock.setsockopt(stdlib_socket.IPPROTO_TCP, stdlib_socket.TCP_NODELAY, 1)
             host, port = sock.getpeername()[:2]
             peer = f"{host}:{port}"
         except OSError:
             peer = "?"
-        conn = Connection(broker, sock, peer, memory)
+        conn = _connection(broker, sock, peer, memory, listener)
         connections.add(conn)
         try:
             await conn.run()
@@ -60,10 +66,10 @@ async def serve_connections(broker: Broker, listeners: list[trio.SocketListener]
             connections.discard(conn)
             quotas.release(ip)
 
-    async def accept_loop(listener: trio.SocketListener, nursery: trio.Nursery) -> None:
-        async with listener:
+    async def accept_loop(listener: Listener, bound: trio.SocketListener, nursery: trio.Nursery) -> None:
+        async with bound:
             while True:
-                sock = await _accept(listener)
+                sock = await _accept(bound)
                 try:
                     ip = canonical_ip(sock.getpeername()[0])
                 except (OSError, ValueError):
@@ -75,16 +81,38 @@ async def serve_connections(broker: Broker, listeners: list[trio.SocketListener]
                     sock.close()
                     raise
                 if admitted:
-                    nursery.start_soon(handle, sock, ip)
+                    nursery.start_soon(handle, sock, ip, listener)
                 else:
                     sock.close()
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(expire_idle_connections, connections, config.connections_max_idle_ms)
         nursery.start_soon(memory.give_back_idle_buffers_forever)
-        for listener in listeners:
-            nursery.start_soon(accept_loop, listener, nursery)
+        for listener, bound in listeners:
+            nursery.start_soon(accept_loop, listener, bound, nursery)
         task_status.started()
+
+
+def _connection(broker: Broker, sock: stdlib_socket.socket, peer: str, memory: RequestMemory,
+                listener: Listener) -> Connection:
+    """A Connection for the listener's security protocol: TLS wraps the socket; SASL gates the requests."""
+    security = broker.config.security[listener.name]
+    if security.protocol == "PLAINTEXT":
+        return Connection(broker, sock, peer, memory, listener)
+    if security.tls:
+        try:
+            sock = wrap_server_socket(security.ssl_context, sock)
+        except OSError:
+            sock.close()
+            raise
+        conn: Connection = TlsConnection(broker, sock, peer, memory, listener)
+    else:
+        conn = Connection(broker, sock, peer, memory, listener)
+    if security.sasl:
+        conn.sasl = SaslSession(security, broker.credentials)
+        conn.dispatch = sasl_gate
+        conn.max_frame, conn.max_frame_key = security.sasl_max_receive, "sasl.server.max.receive.size"
+    return conn
 
 
 async def _accept(listener: trio.SocketListener) -> stdlib_socket.socket:
@@ -104,7 +132,9 @@ async def _accept(listener: trio.SocketListener) -> stdlib_socket.socket:
             return sock
 
 
-async def run_broker(broker: Broker, listeners: list[trio.SocketListener], task_status=trio.TASK_STATUS_IGNORED):
+async def run_broker(
+    broker: Broker, listeners: list[tuple[Listener, trio.SocketListener]], task_status=trio.TASK_STATUS_IGNORED
+):
     """Serve until cancelled; the caller closes the broker afterwards (a clean shutdown)."""
     async with trio.open_nursery() as nursery:
         await nursery.start(broker.run_background)
@@ -122,15 +152,15 @@ async def serve(config: ServerConfig) -> None:
     try:
         broker.open()
     except (OSError, KafkaError) as exc:  # LogManager.open closed what it had opened
-        for listener in listeners:
-            await listener.aclose()
+        for _, bound in listeners:
+            await bound.aclose()
         raise StartupError(f"log.dirs={','.join(config.log_dirs)}: cannot open the log: {exc}") from exc
     try:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async with trio.open_nursery() as nursery:
                 await nursery.start(run_broker, broker, listeners)
                 for listener in config.listeners:
-                    log.info("listening on %s (advertised as %s)", listener, config.advertised)
+                    log.info("listening on %s (advertised as %s)", listener, config.advertised_for(listener.name))
                 async for signum in signals:
                     log.info("received %s, shutting down", signal.Signals(signum).name)
                     nursery.cancel_scope.cancel()

@@ -22,14 +22,16 @@ NO_ID = uuid.UUID(int=0)
 # The versions Logway advertises (README "APIs served"); test_api_versions checks them against the server.
 LOGWAY_VERSIONS = {
     0: (3, 11), 1: (4, 17), 2: (1, 8), 3: (0, 12), 8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4),
-    13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 18: (0, 4), 19: (2, 7), 20: (1, 6), 22: (0, 5), 23: (2, 4),
-    29: (1, 3), 30: (1, 3), 31: (1, 3), 32: (1, 4), 37: (0, 3), 42: (0, 2), 47: (0, 0), 60: (0, 1),
+    13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 22: (0, 5),
+    23: (2, 4), 29: (1, 3), 30: (1, 3), 31: (1, 3), 32: (1, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2), 47: (0, 0),
+    50: (0, 0), 51: (0, 0), 60: (0, 1),
 }
 API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
              10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
-             15: "DescribeGroups", 16: "ListGroups", 18: "ApiVersions", 19: "CreateTopics", 20: "DeleteTopics",
+             15: "DescribeGroups", 16: "ListGroups", 17: "SaslHandshake", 18: "ApiVersions", 19: "CreateTopics", 20: "DeleteTopics",
              22: "InitProducerId", 23: "OffsetForLeaderEpoch", 32: "DescribeConfigs", 37: "CreatePartitions",
-             42: "DeleteGroups", 47: "OffsetDelete", 60: "DescribeCluster", 29: "DescribeAcls", 30: "CreateAcls",
+             36: "SaslAuthenticate", 42: "DeleteGroups", 47: "OffsetDelete", 50: "DescribeUserScramCredentials",
+             51: "AlterUserScramCredentials", 60: "DescribeCluster", 29: "DescribeAcls", 30: "CreateAcls",
              31: "DeleteAcls"}
 
 Steps = dict[str, Any]
@@ -805,3 +807,51 @@ def join_group_rebalance_timeout(side: Side, v: int, topic: str) -> Steps:
                                     "group_instance_id": None})
     return {"b joined": b, "b is leader": b.leader == b.member_id, "members": len(b.members),
             "a's heartbeat": heartbeat_a}
+
+
+# --- SASL and SCRAM credentials (on a PLAINTEXT listener) -------------------------------------------
+
+@case(17, "handshake on a PLAINTEXT listener")
+def sasl_handshake_plaintext(side: Side, v: int, topic: str) -> Steps:
+    resp = side.call(17, v, {"mechanism": "PLAIN"})
+    return {"error_code": resp.error_code, "mechanisms": list(resp.mechanisms)}
+
+
+@case(36, "authenticate on a PLAINTEXT listener")
+def sasl_authenticate_plaintext(side: Side, v: int, topic: str) -> Steps:
+    resp = side.call(36, v, {"auth_bytes": b"\0user\0password"})
+    return {"error_code": resp.error_code, "error_message": resp.error_message}
+
+
+@case(50, "unknown, empty and repeated users")
+def describe_scram_unknown_users(side: Side, v: int, topic: str) -> Steps:
+    resp = side.call(50, v, {"users": [{"name": f"nobody-{topic}"}, {"name": ""}, {"name": "twice"},
+                                       {"name": "twice"}]})
+    return {"error_code": resp.error_code,
+            "results": [(r.user.replace(topic, "T"), r.error_code, (r.error_message or "").replace(topic, "T"))
+                        for r in resp.results]}
+
+
+@case(51, "bad upsertions and deletions")
+def alter_scram_errors(side: Side, v: int, topic: str) -> Steps:
+    def upsert(name: str, mechanism: int, iterations: int) -> dict:
+        return {"name": name, "mechanism": mechanism, "iterations": iterations, "salt": b"s" * 16,
+                "salted_password": b"p" * 32}
+    resp = side.call(51, v, {
+        "upsertions": [upsert(f"few-{topic}", 1, 100), upsert(f"many-{topic}", 2, 20000),
+                       upsert(f"mech-{topic}", 9, 4096), upsert("", 1, 4096)],
+        "deletions": [{"name": f"gone-{topic}", "mechanism": 1}]})
+    return {"results": sorted((r.user.replace(topic, "T"), r.error_code, r.error_message) for r in resp.results)}
+
+
+@case(51, "upsert, describe, delete")
+def alter_scram_round_trip(side: Side, v: int, topic: str) -> Steps:
+    user = f"u-{topic}"
+    up = side.call(51, v, {"upsertions": [{"name": user, "mechanism": 2, "iterations": 8192, "salt": b"s" * 16,
+                                           "salted_password": b"p" * 64}], "deletions": []})
+    described = side.call(50, 0, {"users": [{"name": user}]})
+    down = side.call(51, v, {"upsertions": [], "deletions": [{"name": user, "mechanism": 2}]})
+    return {"upsert": [(r.error_code, r.error_message) for r in up.results],
+            "describe": [(r.error_code, [(c.mechanism, c.iterations) for c in r.credential_infos])
+                         for r in described.results],
+            "delete": [(r.error_code, r.error_message) for r in down.results]}

@@ -17,7 +17,7 @@ BROKERS_ENDPOINT = 1
 
 async def handle(ctx, request):
     broker = ctx.broker
-    adv = broker.config.advertised
+    adv = ctx.connection.advertised
     endpoint_type = getattr(request, "endpoint_type", BROKERS_ENDPOINT)
     error = ErrorCode.none if endpoint_type == BROKERS_ENDPOINT else ErrorCode.unsupported_endpoint_type
     operations = AUTHORIZED_OPERATIONS_OMITTED

@@ -34,7 +34,7 @@ def _authorized(ctx, key_type: int, key: str, node: dict) -> dict:
 
 async def handle(ctx, request):
     broker = ctx.broker
-    adv = broker.config.advertised
+    adv = ctx.connection.advertised
     node = {"node_id": broker.node_id, "host": adv.host or "127.0.0.1", "port": adv.port,
             "error_code": ErrorCode.none, "error_message": None}
     if ctx.version >= 1 and request.key_type not in (GROUP, TRANSACTION):

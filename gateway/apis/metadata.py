@@ -126,7 +126,7 @@ async def handle(ctx, request):
         for entry in entries:
             if entry["error_code"] == ErrorCode.none:
                 entry["topic_authorized_operations"] = ctx.authorized_operations(ResourceType.TOPIC, entry["name"])
-    adv = broker.config.advertised
+    adv = ctx.connection.advertised
     return build(response_type(API_KEY, ctx.version), {
         "throttle_time": 0,
         "brokers": [{"node_id": broker.node_id, "host": adv.host or "127.0.0.1", "port": adv.port, "rack": None}],

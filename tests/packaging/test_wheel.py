@@ -33,6 +33,7 @@ def test_wheel_installs_one_import_name(dist: Path) -> None:
     # pyspark_logway: PySpark finds data sources only in top-level pyspark_* modules (spark/pyspark_logway).
     assert tops == {"logway", "pyspark_logway"}, tops
     assert "logway/wire/batch.py" in names and "logway/gateway/apis/produce.py" in names
+    assert "logway/gateway/security/scram.py" in names
     assert "logway/spark/pipeline/job.py" in names
     assert any(n.startswith("logway/wire/_batch_scan.") and n.endswith(".so") for n in names)  # the C record scanner
     assert not any(n.startswith("logway/tests") or "/tests/" in n for n in names)
