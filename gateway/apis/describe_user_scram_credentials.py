@@ -3,13 +3,14 @@
 users null or empty: every user with a SCRAM credential; else each named user once; both sorted by name, as
 Kafka 4 answers. Kafka's errors and messages: a user without credentials (the empty name included)
 RESOURCE_NOT_FOUND, a name given twice DUPLICATE_RESOURCE. Each user lists its mechanisms (1 SCRAM-SHA-256, 2 SCRAM-SHA-512) and iterations; never
-salts or keys.
+salts or keys. Needs DESCRIBE on the cluster when an authorizer is configured (CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
+from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.gateway.security.scram import MECHANISM_IDS
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
@@ -27,6 +28,11 @@ def _described(user: str, mechanisms: dict) -> dict:
 
 
 async def handle(ctx, request):
+    if not ctx.authorized(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        # Kafka's KafkaApis: DESCRIBE on the cluster, else the whole request fails.
+        return build(response_type(API_KEY, ctx.version), {
+            "throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed, "error_message": None,
+            "results": []})
     users = ctx.broker.credentials.users()
     names = [u.name for u in request.users or ()]
     if not names:

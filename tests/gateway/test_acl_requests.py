@@ -30,6 +30,10 @@ def gateway(tmp_path_factory):
 TOPIC_PARTS = [{"name": "t", "partitions": [{"partition_index": 0}]}]
 
 CASES = [
+    # SCRAM credentials: DESCRIBE / ALTER on the cluster (KafkaApis.handleDescribe/AlterUserScramCredentialsRequest).
+    ("DescribeUserScramCredentials", 50, 0, {"users": None}, lambda r: r.error_code, E.cluster_authorization_failed),
+    ("AlterUserScramCredentials", 51, 0, {"deletions": [{"name": "u", "mechanism": 1}], "upsertions": []},
+     lambda r: [x.error_code for x in r.results], [E.cluster_authorization_failed]),
     # Anyone may describe the cluster (AuthHelper.computeDescribeClusterResponse); its operations need DESCRIBE.
     ("DescribeCluster", 60, 0, {"include_cluster_authorized_operations": True},
      lambda r: (r.error_code, r.cluster_authorized_operations), (E.none, 0)),
