@@ -14,12 +14,14 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from logway.gateway.apis import (
+    alter_configs,
     api_versions,
     create_acls,
     create_partitions,
     create_topics,
     delete_acls,
     delete_groups,
+    delete_records,
     delete_topics,
     describe_acls,
     describe_cluster,
@@ -28,6 +30,7 @@ from logway.gateway.apis import (
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
@@ -93,6 +96,9 @@ API_MODULES: tuple[ModuleType, ...] = (
     describe_acls,
     create_acls,
     delete_acls,
+    alter_configs,
+    incremental_alter_configs,
+    delete_records,
 )
 REGISTRY: dict[int, ModuleType] = {m.API_KEY: m for m in API_MODULES}
 
