@@ -553,6 +553,11 @@ def incremental_alter_configs_errors(side: Side, v: int, topic: str) -> Steps:
         "append to a number": _incremental(side, v, topic, ("retention.ms", APPEND, "5")),
         "unknown topic": _incremental(side, v, topic + "-x", ("retention.ms", SET, "1")),
         "resource twice": side.call(44, v, {"resources": [duplicate, duplicate], "validate_only": False}),
+        "key twice": _incremental(side, v, topic, ("retention.ms", SET, "1"), ("retention.ms", SET, "2")),
+        "set null": _incremental(side, v, topic, ("retention.ms", SET, None)),
+        "operation 9": _incremental(side, v, topic, ("retention.ms", 9, "1")),
+        "empty topic name": _incremental(side, v, "", ("retention.ms", SET, "1")),
+        "resource type 99": _incremental(side, v, topic, ("retention.ms", SET, "1"), rtype=99),
         "unchanged": _altered(side, topic),
     }
 
@@ -567,6 +572,7 @@ def alter_configs(side: Side, v: int, topic: str) -> Steps:
         "bad value": _alter(side, v, topic, {"max.message.bytes": "lots"}),
         "unknown key": _alter(side, v, topic, {"no.such.key": "1"}),
         "unknown topic": _alter(side, v, topic + "-x", {"retention.ms": "1"}),
+        "null value": _alter(side, v, topic, {"retention.ms": None}),
         "unchanged": _altered(side, topic),
     }
 

@@ -6,7 +6,7 @@ to its default). TOPIC resources are applied to the topic's logs at once and per
 BROKER resources: Logway keeps no dynamic broker configs, so they get INVALID_REQUEST with a message
 saying so. Errors are per resource with Kafka's codes: TOPIC_AUTHORIZATION_FAILED without ALTER_CONFIGS on
 the topic, UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG for an unknown key or a bad value, INVALID_REQUEST
-for a resource named twice. The shared steps here serve IncrementalAlterConfigs too.
+for a resource or key named twice, a null value or an empty topic name. The shared steps here serve IncrementalAlterConfigs too.
 """
 
 from __future__ import annotations
@@ -37,13 +37,16 @@ def alter_resource(ctx, resource_type: int, name: str, change: Change, validate_
     if resource_type == TOPIC:
         if not ctx.authorized(Operation.ALTER_CONFIGS, ResourceType.TOPIC, name):
             raise KafkaError("Topic authorization failed.", ErrorCode.topic_authorization_failed)
+        if not name:  # Kafka's ControllerConfigurationValidator
+            raise KafkaError("Default topic resources are not allowed.", ErrorCode.invalid_request)
         topic = broker.logs.topics.get(name)
         if topic is None:
             raise KafkaError(f"Topic {name} does not exist", ErrorCode.unknown_topic_or_partition)
         overrides = change(dict(topic.overrides))
-        for key, value in overrides.items():
-            if value is None:  # Kafka's ControllerConfigurationValidator
-                raise KafkaError(f"Null value not supported for topic configs: {key}", ErrorCode.invalid_config)
+        nulls = sorted(key for key, value in overrides.items() if value is None)
+        if nulls:  # ControllerConfigurationValidator: an InvalidRequestException
+            raise KafkaError(f"Null value not supported for topic configs: {','.join(nulls)}",
+                             ErrorCode.invalid_request)
         try:
             LogConfig.from_properties(overrides, broker.logs.default_config)
         except InvalidConfig as exc:

@@ -57,7 +57,8 @@ def _incremental(ctx, configs) -> Change:
                     items = [v for v in items if v not in given]
                 new[c.name] = ",".join(items)
             else:
-                raise KafkaError(f"Unknown config operation {c.config_operation}", ErrorCode.invalid_request)
+                # Kafka 4.3.1 answers UNKNOWN_SERVER_ERROR here (OpType.forId throws on an unknown id).
+                raise KafkaError(f"Unknown operation type {c.config_operation}", ErrorCode.unknown_server_error)
         return new
 
     return change
