@@ -212,3 +212,47 @@ def test_delete_records_moves_the_start_offset_and_drops_segments(gateway, topic
     gateway.stop()
     gateway.start()
     assert _earliest(_admin(gateway), topic_name) == 20
+
+
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated")
+def test_alter_configs_needs_alter_configs_and_delete_records_needs_delete(tmp_path):
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    authorizer = {**FAST, "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+
+    def allow(name: str, op: AclOperation, pattern=ResourcePatternType.LITERAL) -> AclBinding:
+        return AclBinding(ResourceType.TOPIC, name, pattern, "User:ANONYMOUS", "*", op, AclPermissionType.ALLOW)
+
+    gw = InProcessGateway(tmp_path / "data", {**authorizer, "super.users": "User:ANONYMOUS"}).start()
+    try:
+        admin = _admin(gw)
+        for topic in ("a-1", "b-1"):
+            _topic(admin, topic)
+            _produce(gw, topic, 3)
+        # b-1 only describable: the clients reach the broker's own checks rather than stopping at Metadata.
+        bindings = [allow("a-", AclOperation.ALTER_CONFIGS, ResourcePatternType.PREFIXED),
+                    allow("a-", AclOperation.DELETE, ResourcePatternType.PREFIXED), allow("b-1", AclOperation.DESCRIBE)]
+        for future in admin.create_acls(bindings, request_timeout=10).values():
+            future.result()
+    finally:
+        gw.stop()
+    gw = InProcessGateway(tmp_path / "data", authorizer).start()
+    try:
+        admin = _admin(gw)
+        _incremental(admin, "a-1", ("retention.ms", "1000", AlterConfigOpType.SET))
+        with pytest.raises(KafkaException) as info:
+            _incremental(admin, "b-1", ("retention.ms", "1000", AlterConfigOpType.SET))
+        assert info.value.args[0].name() == "TOPIC_AUTHORIZATION_FAILED"
+        broker = ConfigResource(ConfigResource.Type.BROKER, "1", set_config={"log.retention.ms": "1000"})
+        with pytest.raises(KafkaException) as info:
+            admin.alter_configs([broker], request_timeout=10)[broker].result(10)
+        assert info.value.args[0].name() == "CLUSTER_AUTHORIZATION_FAILED"
+
+        allowed, denied = TopicPartition("a-1", 0, 2), TopicPartition("b-1", 0, 2)
+        futures = admin.delete_records([allowed, denied], request_timeout=10)
+        assert futures[allowed].result(10).low_watermark == 2
+        with pytest.raises(KafkaException) as info:
+            futures[denied].result(10)
+        assert info.value.args[0].name() == "TOPIC_AUTHORIZATION_FAILED"
+    finally:
+        gw.stop()
