@@ -169,6 +169,7 @@ def test_kafka_python_alter_configs(gateway, topic_name):
     assert _describe(admin, resource)["retention.ms"].value == "3600000"
 
 
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated")
 def test_broker_resources_are_refused_with_a_clear_message(gateway):
     admin = _admin(gateway)
     resource = ConfigResource(ConfigResource.Type.BROKER, "1", set_config={"log.retention.ms": "1000"})
