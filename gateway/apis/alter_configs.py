@@ -31,7 +31,7 @@ BROKER = 4
 Change = Callable[[Mapping[str, str]], dict[str, str]]
 
 
-def alter_resource(ctx, resource_type: int, name: str, change: Change, validate_only: bool) -> None:
+async def alter_resource(ctx, resource_type: int, name: str, change: Change, validate_only: bool) -> None:
     """Authorize, compute, validate and (unless validate_only) apply one resource's new overrides."""
     broker = ctx.broker
     if resource_type == TOPIC:
@@ -39,20 +39,20 @@ def alter_resource(ctx, resource_type: int, name: str, change: Change, validate_
             raise KafkaError("Topic authorization failed.", ErrorCode.topic_authorization_failed)
         if not name:  # Kafka's ControllerConfigurationValidator
             raise KafkaError("Default topic resources are not allowed.", ErrorCode.invalid_request)
-        topic = broker.logs.topics.get(name)
-        if topic is None:
-            raise KafkaError(f"Topic {name} does not exist", ErrorCode.unknown_topic_or_partition)
-        overrides = change(dict(topic.overrides))
-        nulls = sorted(key for key, value in overrides.items() if value is None)
-        if nulls:  # ControllerConfigurationValidator: an InvalidRequestException
-            raise KafkaError(f"Null value not supported for topic configs: {','.join(nulls)}",
-                             ErrorCode.invalid_request)
-        try:
-            LogConfig.from_properties(overrides, broker.logs.default_config)
-        except InvalidConfig as exc:
-            raise KafkaError(str(exc), ErrorCode.invalid_config) from None
-        if not validate_only:
-            broker.logs.alter_config(name, overrides)
+
+        def checked(current: dict[str, str]) -> dict[str, str] | None:
+            overrides = change(current)
+            nulls = sorted(key for key, value in overrides.items() if value is None)
+            if nulls:  # ControllerConfigurationValidator: an InvalidRequestException
+                raise KafkaError(f"Null value not supported for topic configs: {','.join(nulls)}",
+                                 ErrorCode.invalid_request)
+            try:
+                LogConfig.from_properties(overrides, broker.logs.default_config)
+            except InvalidConfig as exc:
+                raise KafkaError(str(exc), ErrorCode.invalid_config) from None
+            return None if validate_only else overrides
+
+        await broker.alter_topic_config(name, checked)
     elif resource_type == BROKER:
         if not ctx.authorized(Operation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
             raise KafkaError("Cluster authorization failed.", ErrorCode.cluster_authorization_failed)
@@ -71,14 +71,14 @@ def duplicate_resources(resources) -> set[tuple[int, str]]:
     return {key for key, n in counts.items() if n > 1}
 
 
-def resource_result(ctx, r, change: Change, validate_only: bool, duplicates: set[tuple[int, str]]) -> dict:
+async def resource_result(ctx, r, change: Change, validate_only: bool, duplicates: set[tuple[int, str]]) -> dict:
     """One resource's response entry: alter it, or the error Kafka gives."""
     result = {"error_code": ErrorCode.none, "error_message": None, "resource_type": r.resource_type,
               "resource_name": r.resource_name}
     try:
         if (r.resource_type, r.resource_name) in duplicates:
             raise KafkaError("Error due to duplicate resource keys", ErrorCode.invalid_request)
-        alter_resource(ctx, r.resource_type, r.resource_name, change, validate_only)
+        await alter_resource(ctx, r.resource_type, r.resource_name, change, validate_only)
     except KafkaError as exc:
         result.update(error_code=exc.error_code, error_message=str(exc))
     return result
@@ -97,6 +97,6 @@ def _replace_with(configs) -> Change:
 
 async def handle(ctx, request):
     duplicates = duplicate_resources(request.resources)
-    responses = [resource_result(ctx, r, _replace_with(r.configs), request.validate_only, duplicates)
+    responses = [await resource_result(ctx, r, _replace_with(r.configs), request.validate_only, duplicates)
                  for r in request.resources]
     return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "responses": responses})

@@ -66,6 +66,6 @@ def _incremental(ctx, configs) -> Change:
 
 async def handle(ctx, request):
     duplicates = duplicate_resources(request.resources)
-    responses = [resource_result(ctx, r, _incremental(ctx, r.configs), request.validate_only, duplicates)
+    responses = [await resource_result(ctx, r, _incremental(ctx, r.configs), request.validate_only, duplicates)
                  for r in request.resources]
     return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "responses": responses})

@@ -257,3 +257,33 @@ def test_alter_configs_needs_alter_configs_and_delete_records_needs_delete(tmp_p
         assert info.value.args[0].name() == "TOPIC_AUTHORIZATION_FAILED"
     finally:
         gw.stop()
+
+
+def test_concurrent_incremental_changes_of_one_topic_all_stay(gateway, topic_name):
+    import threading
+
+    admin = _admin(gateway)
+    resource = _topic(admin, topic_name)
+    keys = {"retention.ms": "111111", "segment.ms": "222222", "flush.ms": "333333", "delete.retention.ms": "444444",
+            "max.message.bytes": "55555", "segment.bytes": "6666666", "min.compaction.lag.ms": "777",
+            "file.delete.delay.ms": "888", "index.interval.bytes": "999", "retention.bytes": "1234567"}
+    errors: list[BaseException] = []
+
+    def alter(items: list[tuple[str, str]]) -> None:
+        client = _admin(gateway)
+        try:
+            for key, value in items:
+                _incremental(client, topic_name, (key, value, AlterConfigOpType.SET))
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    items = list(keys.items())
+    threads = [threading.Thread(target=alter, args=(items[i::2],)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors
+    configs = _describe(admin, resource)
+    assert {k: configs[k].value for k in keys} == keys
+    assert {configs[k].source for k in keys} == {ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
