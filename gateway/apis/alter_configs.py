@@ -6,7 +6,8 @@ to its default). TOPIC resources are applied to the topic's logs at once and per
 BROKER resources: Logway keeps no dynamic broker configs, so they get INVALID_REQUEST with a message
 saying so. Errors are per resource with Kafka's codes: TOPIC_AUTHORIZATION_FAILED without ALTER_CONFIGS on
 the topic, UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG for an unknown key or a bad value, INVALID_REQUEST
-for a resource or key named twice, a null value or an empty topic name. The shared steps here serve IncrementalAlterConfigs too.
+for a resource or key named twice, a null value or an empty topic name. Changes of one topic run one at a
+time (Broker.alter_topic_config). The shared steps here serve IncrementalAlterConfigs too.
 """
 
 from __future__ import annotations
