@@ -12,6 +12,7 @@ import logging
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import trio
@@ -223,6 +224,26 @@ class Broker:
                     await trio.to_thread.run_sync(_delete_logs, made)
                 raise
             topic.partitions.extend(made)
+
+    async def alter_topic_config(self, name: str, change: Callable[[dict[str, str]], dict[str, str] | None]) -> None:
+        """AlterConfigs on a topic: ``change`` maps the current overrides to the new ones (None: validate only).
+
+        One at a time with topic and partition creation (so no change is lost and new partitions get it);
+        the properties files are written on a worker thread.
+        """
+        async with self._creation_lock:
+            topic = self.logs.topics.get(name)
+            if topic is None:
+                raise UnknownTopicOrPartition(f"Topic {name} does not exist")
+            overrides = change(dict(topic.overrides))
+            if overrides is None:
+                return
+            try:
+                await trio.to_thread.run_sync(self.logs.alter_config, name, overrides)
+            except OSError as exc:
+                if self.logs.topics.get(name) is not topic:
+                    raise UnknownTopicOrPartition(f"Topic {name} was deleted while its configs changed.") from None
+                raise KafkaStorageError(f"writing the configs of topic {name} failed: {exc}") from None
 
     def auto_create_topic(self, name: str) -> None:
         """Create a topic on first use with num.partitions (auto.create.topics.enable), as Kafka does."""

@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from logway.gateway.apis import (
+    alter_configs,
     alter_user_scram_credentials,
     api_versions,
     create_acls,
@@ -21,6 +22,7 @@ from logway.gateway.apis import (
     create_topics,
     delete_acls,
     delete_groups,
+    delete_records,
     delete_topics,
     describe_acls,
     describe_cluster,
@@ -30,6 +32,7 @@ from logway.gateway.apis import (
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
@@ -101,6 +104,9 @@ API_MODULES: tuple[ModuleType, ...] = (
     sasl_authenticate,
     describe_user_scram_credentials,
     alter_user_scram_credentials,
+    alter_configs,
+    incremental_alter_configs,
+    delete_records,
 )
 REGISTRY: dict[int, ModuleType] = {m.API_KEY: m for m in API_MODULES}
 

@@ -658,10 +658,14 @@ class PartitionLog:
         at least retention.bytes large without them (Kafka's retentionSizeBreached rule).
         """
         cfg = self.config
-        if not cfg.delete_enabled:
-            return 0
         segments = list(self._segments)
         doomed: list[LogSegment] = []
+        # Kafka's deleteLogStartOffsetBreachedSegments, whatever the cleanup policy: a segment whose
+        # successor starts at or below the log start offset (moved by DeleteRecords) holds nothing readable.
+        while len(segments) > 1 and segments[1].base_offset <= self._log_start_offset:
+            doomed.append(segments.pop(0))
+        if not cfg.delete_enabled:
+            return self._drop_segments(doomed, segments, now_ms)
         if cfg.retention_ms >= 0:
             while len(segments) > 1 and now_ms - _largest_timestamp(segments[0]) > cfg.retention_ms:
                 doomed.append(segments.pop(0))
@@ -670,6 +674,10 @@ class PartitionLog:
             while len(segments) > 1 and excess - segments[0].size >= 0:
                 excess -= segments[0].size
                 doomed.append(segments.pop(0))
+        return self._drop_segments(doomed, segments, now_ms)
+
+    def _drop_segments(self, doomed: list[LogSegment], segments: list[LogSegment], now_ms: int) -> int:
+        """Keep ``segments``, schedule ``doomed`` (the oldest ones) for deletion; returns how many went."""
         if doomed:
             self._set_segments(tuple(segments))
             self._log_start_offset = max(self._log_start_offset, segments[0].base_offset)
@@ -677,6 +685,22 @@ class PartitionLog:
                 self._schedule_delete(seg, now_ms)
             self._producers.delete_snapshots(below=segments[0].base_offset)
         return len(doomed)
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to ``offset`` and drop the whole segments below it.
+
+        Kafka's maybeIncrementLogStartOffset: an offset above the high watermark is OFFSET_OUT_OF_RANGE, a
+        lower one than the current start changes nothing. Returns the new log start offset (low watermark).
+        """
+        if offset > self.high_watermark:
+            raise OffsetOutOfRange(
+                f"Cannot increment the log start offset to {offset} of partition {self.topic}-{self.partition} "
+                f"since it is larger than the high watermark {self.high_watermark}"
+            )
+        if offset > self._log_start_offset:
+            self._log_start_offset = offset
+            self.delete_old_segments(self._clock())
+        return self._log_start_offset
 
     def _schedule_delete(self, seg: LogSegment, now_ms: int) -> None:
         """Rename to ``.deleted`` now, unlink after file.delete.delay.ms (reads may still be sending it)."""

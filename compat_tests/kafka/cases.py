@@ -22,9 +22,9 @@ NO_ID = uuid.UUID(int=0)
 # The versions Logway advertises (README "APIs served"); test_api_versions checks them against the server.
 LOGWAY_VERSIONS = {
     0: (3, 11), 1: (4, 17), 2: (1, 8), 3: (0, 12), 8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4),
-    13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 22: (0, 5),
-    23: (2, 4), 29: (1, 3), 30: (1, 3), 31: (1, 3), 32: (1, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2), 47: (0, 0),
-    50: (0, 0), 51: (0, 0), 60: (0, 1),
+    13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
+    22: (0, 5), 23: (2, 4), 29: (1, 3), 30: (1, 3), 31: (1, 3), 32: (1, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
+    42: (0, 2), 44: (0, 1), 47: (0, 0), 50: (0, 0), 51: (0, 0), 60: (0, 1),
 }
 API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
              10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
@@ -32,7 +32,8 @@ API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "Offs
              22: "InitProducerId", 23: "OffsetForLeaderEpoch", 32: "DescribeConfigs", 37: "CreatePartitions",
              36: "SaslAuthenticate", 42: "DeleteGroups", 47: "OffsetDelete", 50: "DescribeUserScramCredentials",
              51: "AlterUserScramCredentials", 60: "DescribeCluster", 29: "DescribeAcls", 30: "CreateAcls",
-             31: "DeleteAcls"}
+             31: "DeleteAcls",
+             21: "DeleteRecords", 33: "AlterConfigs", 44: "IncrementalAlterConfigs"}
 
 Steps = dict[str, Any]
 CaseFn = Callable[[Side, int, str], Steps]
@@ -502,6 +503,109 @@ def describe_configs_broker(side: Side, v: int, topic: str) -> Steps:
             "log.segment.bytes", "log.roll.hours", "log.cleanup.policy", "message.max.bytes", "compression.type",
             "log.cleaner.min.cleanable.ratio", "connections.max.idle.ms", "no.such.config"]
     return _entries(_describe(side, v, BROKER, "1", keys))
+
+
+# --- AlterConfigs, IncrementalAlterConfigs ----------------------------------------------------------
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+ALTERED_KEYS = ["retention.ms", "cleanup.policy", "max.message.bytes", "segment.bytes"]
+
+
+def _incremental(side: Side, v: int, name: str, *ops: tuple[str, int, str | None], validate_only: bool = False,
+                 rtype: int = TOPIC) -> Any:
+    configs = [{"name": k, "config_operation": op, "value": value} for k, op, value in ops]
+    return side.call(44, v, {"resources": [{"resource_type": rtype, "resource_name": name, "configs": configs}],
+                             "validate_only": validate_only})
+
+
+def _alter(side: Side, v: int, name: str, configs: dict[str, str | None], validate_only: bool = False) -> Any:
+    entries = [{"name": k, "value": value} for k, value in configs.items()]
+    return side.call(33, v, {"resources": [{"resource_type": TOPIC, "resource_name": name, "configs": entries}],
+                             "validate_only": validate_only})
+
+
+def _altered(side: Side, topic: str) -> Steps:
+    return _entries(_describe(side, 4, TOPIC, topic, ALTERED_KEYS))
+
+
+@case(44, "set, validate_only, append, subtract, delete")
+def incremental_alter_configs(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    return {
+        "validate_only": _incremental(side, v, topic, ("retention.ms", SET, "1000"), validate_only=True),
+        "after validate_only": _altered(side, topic),
+        "set": _incremental(side, v, topic, ("retention.ms", SET, "3600000"), ("max.message.bytes", SET, "5000")),
+        "after set": _altered(side, topic),
+        "append": _incremental(side, v, topic, ("cleanup.policy", APPEND, "compact")),
+        "after append": _altered(side, topic),
+        "subtract": _incremental(side, v, topic, ("cleanup.policy", SUBTRACT, "delete")),
+        "delete": _incremental(side, v, topic, ("retention.ms", DELETE, None)),
+        "after subtract and delete": _altered(side, topic),
+    }
+
+
+@case(44, "errors: bad value, unknown key, append to a number, unknown topic, duplicates")
+def incremental_alter_configs_errors(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    duplicate = {"resource_type": TOPIC, "resource_name": topic,
+                 "configs": [{"name": "retention.ms", "config_operation": SET, "value": "1"}]}
+    return {
+        "bad value": _incremental(side, v, topic, ("retention.ms", SET, "soon")),
+        "unknown key": _incremental(side, v, topic, ("no.such.key", SET, "1")),
+        "append to a number": _incremental(side, v, topic, ("retention.ms", APPEND, "5")),
+        "unknown topic": _incremental(side, v, topic + "-x", ("retention.ms", SET, "1")),
+        "resource twice": side.call(44, v, {"resources": [duplicate, duplicate], "validate_only": False}),
+        "key twice": _incremental(side, v, topic, ("retention.ms", SET, "1"), ("retention.ms", SET, "2")),
+        "set null": _incremental(side, v, topic, ("retention.ms", SET, None)),
+        "operation 9": _incremental(side, v, topic, ("retention.ms", 9, "1")),
+        "empty topic name": _incremental(side, v, "", ("retention.ms", SET, "1")),
+        "resource type 99": _incremental(side, v, topic, ("retention.ms", SET, "1"), rtype=99),
+        "unchanged": _altered(side, topic),
+    }
+
+
+@case(33, "replace the override set, validate_only, errors")
+def alter_configs(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic, configs={"retention.ms": "3600000"})
+    return {
+        "validate_only": _alter(side, v, topic, {"segment.bytes": "2000000"}, validate_only=True),
+        "replace": _alter(side, v, topic, {"max.message.bytes": "5000", "cleanup.policy": "compact,delete"}),
+        "after replace": _altered(side, topic),
+        "bad value": _alter(side, v, topic, {"max.message.bytes": "lots"}),
+        "unknown key": _alter(side, v, topic, {"no.such.key": "1"}),
+        "unknown topic": _alter(side, v, topic + "-x", {"retention.ms": "1"}),
+        "null value": _alter(side, v, topic, {"retention.ms": None}),
+        "unchanged": _altered(side, topic),
+    }
+
+
+# --- DeleteRecords ---------------------------------------------------------------------------------
+
+
+def _delete_records(side: Side, v: int, topic: str, *offsets: tuple[int, int]) -> Any:
+    partitions = [{"partition_index": p, "offset": o} for p, o in offsets]
+    return side.call(21, v, {"topics": [{"name": topic, "partitions": partitions}], "timeout": 10000})
+
+
+def _earliest(side: Side, topic: str) -> Any:
+    return side.call(2, 5, {"replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": [
+        {"partition_index": 0, "timestamp": -2, "current_leader_epoch": -1}]}]})
+
+
+@case(21, "move the start offset, high watermark, out of range, unknown")
+def delete_records(side: Side, v: int, topic: str) -> Steps:
+    _with_data(side, topic)
+    return {
+        "to 2": _delete_records(side, v, topic, (0, 2)),
+        "earliest": _earliest(side, topic),
+        "fetch below": _fetch(side, 12, topic, 1),
+        "back to 1 (no change)": _delete_records(side, v, topic, (0, 1)),
+        "past the end": _delete_records(side, v, topic, (0, 6)),
+        "negative": _delete_records(side, v, topic, (0, -5)),
+        "high watermark": _delete_records(side, v, topic, (0, -1)),
+        "unknown partition": _delete_records(side, v, topic, (7, 0)),
+        "unknown topic": _delete_records(side, v, topic + "-x", (0, 0)),
+    }
 
 
 # --- Group coordination ----------------------------------------------------------------------------

@@ -7,6 +7,7 @@ DumpLogSegments reads Logway's segment files with no error and the offsets Logwa
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import uuid
@@ -28,6 +29,7 @@ PRODUCER_PERF = "org.apache.kafka.tools.ProducerPerformance"
 CONSUMER_PERF = "org.apache.kafka.tools.ConsumerPerformance"
 DUMP_LOG = "org.apache.kafka.tools.DumpLogSegments"
 ACLS = "org.apache.kafka.tools.AclCommand"
+DELETE_RECORDS = "org.apache.kafka.tools.DeleteRecordsCommand"
 
 
 def tool(main: str, *args: str, stdin: str | None = None, ok: bool = True) -> subprocess.CompletedProcess:
@@ -152,16 +154,31 @@ def test_config_command_describes_topic_configs(bootstrap: str) -> None:
     assert f"group.initial.rebalance.delay.ms={COMMON_CONFIG['group.initial.rebalance.delay.ms']}" in broker
 
 
-@pytest.mark.xfail(strict=True, reason="open: Logway has no IncrementalAlterConfigs (API 44), which kafka-configs "
-                                       "--alter uses; see KAFKA_DIFFERENCES.md")
 def test_config_command_alters_a_topic_config(bootstrap: str) -> None:
     topic = name("tool-alter")
-    _create(bootstrap, topic, 1)
+    _create(bootstrap, topic, 1, "cleanup.policy=compact")
     tool(CONFIGS, "--bootstrap-server", bootstrap, "--entity-type", "topics", "--entity-name", topic,
-         "--alter", "--add-config", "retention.ms=1000")
+         "--alter", "--add-config", "retention.ms=1000,cleanup.policy=[compact,delete]")
     out = tool(CONFIGS, "--bootstrap-server", bootstrap, "--entity-type", "topics", "--entity-name", topic,
                "--describe").stdout
-    assert "retention.ms=1000" in out
+    assert "retention.ms=1000" in out and "cleanup.policy=compact,delete" in out
+    tool(CONFIGS, "--bootstrap-server", bootstrap, "--entity-type", "topics", "--entity-name", topic,
+         "--alter", "--delete-config", "retention.ms")
+    out = tool(CONFIGS, "--bootstrap-server", bootstrap, "--entity-type", "topics", "--entity-name", topic,
+               "--describe").stdout
+    assert "retention.ms" not in out and "cleanup.policy=compact,delete" in out
+
+
+def test_delete_records_command_moves_the_start_offset(bootstrap: str, tmp_path) -> None:
+    topic = name("tool-delete-records")
+    _create(bootstrap, topic, 1)
+    _produce_lines(bootstrap, topic, [f"k{i}:v{i}" for i in range(10)])
+    offsets = tmp_path / "offsets.json"
+    offsets.write_text(json.dumps({"partitions": [{"topic": topic, "partition": 0, "offset": 6}], "version": 1}))
+    out = tool(DELETE_RECORDS, "--bootstrap-server", bootstrap, "--offset-json-file", str(offsets)).stdout
+    assert f"partition: {topic}-0\tlow_watermark: 6" in out, out
+    earliest = tool(GET_OFFSETS, "--bootstrap-server", bootstrap, "--topic", topic, "--time", "-2").stdout.split()
+    assert earliest == [f"{topic}:0:6"]
 
 
 def test_producer_and_consumer_perf_tools_count_every_record(bootstrap: str) -> None:

@@ -91,3 +91,26 @@ def test_log_start_offset_survives_restart(tmp_path, clock):
     again.open()
     assert again.get_partition("r", 0).log_start_offset == start
     again.close()
+
+
+def test_delete_records_moves_the_start_and_drops_only_whole_segments_below_it(open_log):
+    plog = open_log({"segment.bytes": "500", "cleanup.policy": "compact", "file.delete.delay.ms": "0"})
+    for i in range(20):
+        plog.append(make_batch([b"z" * 100], keys=[b"k%d" % i]), now_ms=NOW)
+    bases = plog.segment_base_offsets
+    assert len(bases) >= 4
+    target = bases[2] + 1  # inside the third segment
+    assert plog.delete_records_before(target) == target
+    # The segments ending at or below the target go, even on a compacted topic; the one holding it stays.
+    assert plog.segment_base_offsets == bases[2:]
+    assert plog.log_start_offset == target
+    with pytest.raises(OffsetOutOfRange):
+        plog.read(target - 1, 1000)
+    assert plog.read_bytes(target, 1000)
+    assert plog.delete_records_before(1) == target  # lower than the start: nothing changes
+    assert plog.delete_records_before(20) == 20  # the high watermark: everything but the active segment
+    assert plog.segment_base_offsets == bases[-1:]
+    with pytest.raises(OffsetOutOfRange):
+        plog.delete_records_before(21)
+    plog.append(make_batch([b"after"], keys=[b"k"]), now_ms=NOW)
+    assert plog.read_bytes(20, 1000)

@@ -1,0 +1,103 @@
+"""AlterConfigs (key 33), v0-v2 (Kafka 4 serves the same). v1: no change; v2: flexible.
+
+Replaces a resource's whole set of dynamic overrides (Kafka semantics: a key not in the request goes back
+to its default). TOPIC resources are applied to the topic's logs at once and persisted with the topic
+(DescribeConfigs then reports DYNAMIC_TOPIC_CONFIG); validate_only checks without changing anything.
+BROKER resources: Logway keeps no dynamic broker configs, so they get INVALID_REQUEST with a message
+saying so. Errors are per resource with Kafka's codes: TOPIC_AUTHORIZATION_FAILED without ALTER_CONFIGS on
+the topic, UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG for an unknown key or a bad value, INVALID_REQUEST
+for a resource or key named twice, a null value or an empty topic name. Changes of one topic run one at a
+time (Broker.alter_topic_config). The shared steps here serve IncrementalAlterConfigs too.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+
+from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
+from logway.storage.config import LogConfig
+from logway.storage.errors import InvalidConfig
+from logway.wire.errors import ErrorCode, KafkaError
+from logway.wire.protocol import build, response_type
+
+API_KEY = 33
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+TOPIC = 2
+BROKER = 4
+
+# From the current overrides, the new override set of a resource (raises KafkaError on a bad request).
+Change = Callable[[Mapping[str, str]], dict[str, str]]
+
+
+async def alter_resource(ctx, resource_type: int, name: str, change: Change, validate_only: bool) -> None:
+    """Authorize, compute, validate and (unless validate_only) apply one resource's new overrides."""
+    broker = ctx.broker
+    if resource_type == TOPIC:
+        if not ctx.authorized(Operation.ALTER_CONFIGS, ResourceType.TOPIC, name):
+            raise KafkaError("Topic authorization failed.", ErrorCode.topic_authorization_failed)
+        if not name:  # Kafka's ControllerConfigurationValidator
+            raise KafkaError("Default topic resources are not allowed.", ErrorCode.invalid_request)
+
+        def checked(current: dict[str, str]) -> dict[str, str] | None:
+            overrides = change(current)
+            nulls = sorted(key for key, value in overrides.items() if value is None)
+            if nulls:  # ControllerConfigurationValidator: an InvalidRequestException
+                raise KafkaError(f"Null value not supported for topic configs: {','.join(nulls)}",
+                                 ErrorCode.invalid_request)
+            try:
+                LogConfig.from_properties(overrides, broker.logs.default_config)
+            except InvalidConfig as exc:
+                raise KafkaError(str(exc), ErrorCode.invalid_config) from None
+            return None if validate_only else overrides
+
+        await broker.alter_topic_config(name, checked)
+    elif resource_type == BROKER:
+        if not ctx.authorized(Operation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
+            raise KafkaError("Cluster authorization failed.", ErrorCode.cluster_authorization_failed)
+        if name not in ("", str(broker.node_id)):
+            raise KafkaError(f"Unexpected broker id, expected {broker.node_id}, but received {name}",
+                             ErrorCode.invalid_request)
+        raise KafkaError("Logway does not support dynamic broker configs: set them in server.properties and "
+                         "restart the broker", ErrorCode.invalid_request)
+    else:
+        raise KafkaError(f"Unsupported resource type {resource_type}", ErrorCode.invalid_request)
+
+
+def duplicate_resources(resources) -> set[tuple[int, str]]:
+    """Resources named more than once: Kafka answers each with INVALID_REQUEST and alters none of them."""
+    counts = Counter((r.resource_type, r.resource_name) for r in resources)
+    return {key for key, n in counts.items() if n > 1}
+
+
+async def resource_result(ctx, r, change: Change, validate_only: bool, duplicates: set[tuple[int, str]]) -> dict:
+    """One resource's response entry: alter it, or the error Kafka gives."""
+    result = {"error_code": ErrorCode.none, "error_message": None, "resource_type": r.resource_type,
+              "resource_name": r.resource_name}
+    try:
+        if (r.resource_type, r.resource_name) in duplicates:
+            raise KafkaError("Error due to duplicate resource keys", ErrorCode.invalid_request)
+        await alter_resource(ctx, r.resource_type, r.resource_name, change, validate_only)
+    except KafkaError as exc:
+        result.update(error_code=exc.error_code, error_message=str(exc))
+    return result
+
+
+def _replace_with(configs) -> Change:
+    def change(_current: Mapping[str, str]) -> dict[str, str]:
+        names = Counter(c.name for c in configs)
+        dup = sorted(n for n, k in names.items() if k > 1)
+        if dup:
+            raise KafkaError(f"Error due to duplicate config keys: {', '.join(dup)}", ErrorCode.invalid_request)
+        return {c.name: c.value for c in configs}
+
+    return change
+
+
+async def handle(ctx, request):
+    duplicates = duplicate_resources(request.resources)
+    responses = [await resource_result(ctx, r, _replace_with(r.configs), request.validate_only, duplicates)
+                 for r in request.resources]
+    return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "responses": responses})
