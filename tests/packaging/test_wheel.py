@@ -35,6 +35,11 @@ def test_wheel_installs_one_import_name(dist: Path) -> None:
     assert "logway/wire/batch.py" in names and "logway/gateway/apis/produce.py" in names
     assert "logway/gateway/security/scram.py" in names
     assert "logway/spark/pipeline/job.py" in names
+    # Every package folder of the tree is in the wheel (the package list in pyproject.toml is explicit).
+    for init in sorted(p for top in TOP_LEVEL for p in (ROOT / top).rglob("__init__.py")):
+        rel = init.relative_to(ROOT)
+        if "pyspark_logway" not in rel.parts:  # PySpark's discovery hook, installed as its own top-level name
+            assert f"logway/{rel.as_posix()}" in names, rel
     assert any(n.startswith("logway/wire/_batch_scan.") and n.endswith(".so") for n in names)  # the C record scanner
     assert not any(n.startswith("logway/tests") or "/tests/" in n for n in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
@@ -63,8 +68,9 @@ def test_wheel_in_a_fresh_venv(dist: Path, tmp_path: Path) -> None:
              "from logway.wire.batch_validation import has_compiled_scanner; "
              "print(all(importlib.util.find_spec(n) is None for n in ('wire', 'storage', 'gateway', 'spark')), "
              "has_compiled_scanner())")
-    assert subprocess.run([py, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
-                          check=True).stdout.strip() == "True True"
+    probed = subprocess.run([py, "-c", probe], cwd=tmp_path, capture_output=True, text=True)
+    assert probed.returncode == 0, probed.stderr
+    assert probed.stdout.strip() == "True True"
     version = subprocess.run([logway, "--version"], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert version.stdout.strip().startswith("logway ")
 
