@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from logway.storage.checkpoints import write_atomically
+
 __all__ = ["ProducerIdManager"]
 
 BLOCK_SIZE = 1000
@@ -37,17 +39,7 @@ class ProducerIdManager:
     def _reserve_block(self) -> None:
         start = self._read_next_block_start()
         end = start + self._block_size
-        tmp = self._path.with_name(self._path.name + ".tmp")
-        with open(tmp, "w") as f:
-            f.write(f"{end}\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self._path)
-        dir_fd = os.open(self._path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        write_atomically(self._path, f"{end}\n", sync_dir=True)
         self._next, self._block_end = start, end
 
     def next_producer_id(self) -> int:

@@ -13,6 +13,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import trio
@@ -20,8 +21,9 @@ import trio
 from logway.coordinator.producer_ids import ProducerIdManager
 from logway.gateway.config import ServerConfig, parse_properties
 from logway.gateway.groups import GroupService
-from logway.gateway.security.authorizer import ACL_FILE, Authorizer, write_file
+from logway.gateway.security.authorizer import ACL_FILE, Authorizer
 from logway.gateway.security.credentials import CredentialStore
+from logway.storage.checkpoints import write_atomically
 from logway.storage.errors import KafkaStorageError, UnknownTopicOrPartition
 from logway.storage.log_manager import CHECKPOINT_INTERVAL_MS, LogManager
 from logway.storage.partition_log import PartitionLog
@@ -123,7 +125,7 @@ class Broker:
         """Persist the ACLs (after CreateAcls/DeleteAcls changed them) off the event loop, one write at a time."""
         async with self._acl_write_lock:
             assert self.authorizer is not None
-            await trio.to_thread.run_sync(write_file, self.acl_path, self.authorizer.snapshot())
+            await trio.to_thread.run_sync(partial(write_atomically, self.acl_path, self.authorizer.snapshot(), sync_dir=True))
 
     async def run_background(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:

@@ -20,16 +20,28 @@ LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 log = logging.getLogger(__name__)
 
 
+def write_atomically(path: Path, text: str, *, mode: int = 0o666, sync_dir: bool = False) -> None:
+    """Replace ``path`` with ``text`` atomically: a temp file, fsync, rename (and an fsync of the directory
+    when the rename itself must survive a crash). ``mode`` is for a new file (0o600: owner only)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8", opener=lambda name, flags: os.open(name, flags, mode)) as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    if sync_dir:
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
 def write_checkpoint(path: Path, offsets: dict[tuple[str, int], int]) -> None:
     """Replace the file atomically (write a temp file, fsync, rename), as Kafka's CheckpointFile does."""
     lines = ["0", str(len(offsets))]
     lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())]
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_atomically(path, "\n".join(lines) + "\n")
 
 
 def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:

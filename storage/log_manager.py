@@ -30,6 +30,7 @@ from logway.storage.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     read_checkpoint,
+    write_atomically,
     write_checkpoint,
 )
 from logway.storage.cleaner import CLEANER_OFFSET_CHECKPOINT, CleanerConfig
@@ -480,17 +481,8 @@ def _parse_partition_dir(name: str) -> tuple[str, int] | None:
     return topic, int(partition)
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def _write_topic_id(partition_dir: Path, topic_id: uuid.UUID) -> None:
-    _write_atomically(partition_dir / PARTITION_METADATA_FILE, f"version: 0\ntopic_id: {encode_topic_id(topic_id)}\n")
+    write_atomically(partition_dir / PARTITION_METADATA_FILE, f"version: 0\ntopic_id: {encode_topic_id(topic_id)}\n")
 
 
 def read_topic_id(partition_dir: Path) -> uuid.UUID | None:
@@ -505,7 +497,7 @@ def read_topic_id(partition_dir: Path) -> uuid.UUID | None:
 
 
 def write_properties(partition_dir: Path, props: Mapping[str, str]) -> None:
-    _write_atomically(partition_dir / TOPIC_PROPERTIES_FILE, "".join(f"{k}={v}\n" for k, v in sorted(props.items())))
+    write_atomically(partition_dir / TOPIC_PROPERTIES_FILE, "".join(f"{k}={v}\n" for k, v in sorted(props.items())))
 
 
 def _read_properties(partition_dir: Path) -> dict[str, str]:

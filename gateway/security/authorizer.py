@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from enum import IntEnum
 from pathlib import Path
+
+from logway.storage.checkpoints import write_atomically
 
 WILDCARD = "*"
 WILDCARD_PRINCIPAL = "User:*"
@@ -275,11 +276,11 @@ class Authorizer:
     # --- persistence --------------------------------------------------------------------------------
 
     def snapshot(self) -> str:
-        """All ACLs as the file's text (taken on the event loop; written by ``write_file`` off it)."""
+        """All ACLs as the file's text (taken on the event loop; written off it)."""
         return json.dumps({"version": 1, "acls": [asdict(a) for a in sorted(self.acls, key=_sort_key)]}, indent=1)
 
     def save(self, path: Path) -> None:
-        write_file(path, self.snapshot())
+        write_atomically(path, self.snapshot(), sync_dir=True)
 
     def load(self, path: Path) -> None:
         """The ACLs saved in ``path``, if it exists; a damaged file raises ValueError (a start-up error)."""
@@ -294,20 +295,6 @@ class Authorizer:
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{path}: cannot read the ACLs: {exc}") from None
 
-
-def write_file(path: Path, data: str) -> None:
-    """Write ``data`` to ``path`` atomically: temp file, fsync, rename, fsync of the directory."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _result(acl: AclBinding, principal: str, host: str, operation: int) -> Permission | None:

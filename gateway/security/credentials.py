@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from pathlib import Path
 
 from logway.gateway.security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, ScramCredential, make_credential
+from logway.storage.checkpoints import write_atomically
 
 FILE_NAME = "scram-credentials.json"
 
@@ -71,13 +71,7 @@ class CredentialStore:
     def _write(self, users: dict[str, dict[str, ScramCredential]]) -> None:
         """Atomically (a temporary file renamed over the old one), readable by the owner only."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(_encode(users), f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        write_atomically(self.path, json.dumps(_encode(users), indent=1, sort_keys=True), mode=0o600)
         self._stamp = None
 
 
