@@ -167,14 +167,22 @@ def measure_latency(spark, bootstrap: str, fmt: str, *, rate: float = 5000, seco
             seen.append(BatchSeen(batch_id, sum(r.n for r in rows), {r.partition: (r.first, r.last, r.n) for r in rows},
                                   now_ms - min(r.oldest for r in rows), now_ms - max(r.newest for r in rows)))
 
-    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
+    retention_key = "spark.sql.streaming.numRecentProgressUpdates"  # recentProgress keeps 100 by default
+    retention = spark.conf.get(retention_key, None)
+    spark.conf.set(retention_key, "100000")
     stream = (spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
               .option("startingOffsets", "earliest").load())
     with tempfile.TemporaryDirectory(prefix="logway-latency-") as checkpoint:
         writer = stream.writeStream.foreachBatch(on_batch).option("checkpointLocation", checkpoint)
         if trigger_ms:
             writer = writer.trigger(processingTime=f"{trigger_ms} milliseconds")
-        query = writer.start()
+        try:
+            query = writer.start()  # the query runs on a clone of the session's conf, taken here
+        finally:
+            if retention is None:
+                spark.conf.unset(retention_key)
+            else:
+                spark.conf.set(retention_key, retention)
         try:
             warm = produce(bootstrap, topic, partitions, WARM_UP_RECORDS / 0.2, 0.2, value_bytes)
             _wait_until(lambda: sum(b.rows for b in seen) >= warm.total, query, drain_timeout)
