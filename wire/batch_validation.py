@@ -127,6 +127,47 @@ def _varint(data, pos: int, max_bytes: int, bits: int) -> tuple[int, int]:
     raise ValueError
 
 
+class _RecordError(Exception):
+    """A record that breaks the format; the message is the answer's."""
+
+
+def _skip_bytes(data, pos: int, rec_end: int, i: int, what: str, *, nullable: bool = True) -> tuple[int, bool]:
+    """A varint length and that many bytes of record ``i`` (-1: null); (next position, whether null)."""
+    size, pos = _varint(data, pos, 5, 32)
+    if size < 0:
+        if not nullable:
+            raise _RecordError(f"record {i}: invalid negative {what} size {size}")
+        return pos, True
+    pos += size
+    if pos > rec_end:
+        raise _RecordError(f"record {i}: {what} runs past the record")
+    return pos, False
+
+
+def _scan_record(data, pos: int, end: int, i: int) -> tuple[int, int, bool]:
+    """Record ``i`` at ``pos`` (DefaultRecord.readFrom): (where it ends, its timestamp delta, whether its key is null)."""
+    length, pos = _varint(data, pos, 5, 32)
+    if length < 0 or length > end - pos:
+        raise _RecordError(f"record {i}: size {length} runs past the {end - pos} bytes left")
+    rec_end = pos + length
+    pos += 1  # attributes: unused in v2, not checked (DefaultRecord.readFrom)
+    delta, pos = _varint(data, pos, 10, 64)
+    offset_delta, pos = _varint(data, pos, 5, 32)
+    if offset_delta != i:
+        raise _RecordError(f"record {i}: offset delta {offset_delta}, inner offsets must be consecutive")
+    pos, null_key = _skip_bytes(data, pos, rec_end, i, "key")
+    pos, _ = _skip_bytes(data, pos, rec_end, i, "value")
+    headers, pos = _varint(data, pos, 5, 32)
+    if headers < 0 or headers > rec_end - pos:
+        raise _RecordError(f"record {i}: invalid number of record headers {headers}")
+    for _ in range(headers):
+        pos, _ = _skip_bytes(data, pos, rec_end, i, "header key", nullable=False)
+        pos, _ = _skip_bytes(data, pos, rec_end, i, "header value")
+    if pos != rec_end:
+        raise _RecordError(f"record {i}: size {length} but its fields take {length + pos - rec_end} bytes")
+    return pos, delta, null_key
+
+
 def scan_records_py(data: bytes | bytearray | memoryview, count: int, base_timestamp: int) -> ScanResult:
     """The record walk in Python; same checks, results and messages as wire/_batch_scan.c."""
     end = len(data)
@@ -137,48 +178,14 @@ def scan_records_py(data: bytes | bytearray | memoryview, count: int, base_times
     pos = 0
     for i in range(count):
         try:
-            length, pos = _varint(data, pos, 5, 32)
-            if length < 0 or length > end - pos:
-                return f"record {i}: size {length} runs past the {end - pos} bytes left", 0, 0, 0, 0
-            rec_end = pos + length
-            pos += 1  # attributes: unused in v2, not checked (DefaultRecord.readFrom)
-            delta, pos = _varint(data, pos, 10, 64)
-            offset_delta, pos = _varint(data, pos, 5, 32)
-            if offset_delta != i:
-                return f"record {i}: offset delta {offset_delta}, inner offsets must be consecutive", 0, 0, 0, 0
-            key_len, pos = _varint(data, pos, 5, 32)
-            if key_len < 0:
-                null_keys += 1
-            else:
-                pos += key_len
-                if pos > rec_end:
-                    return f"record {i}: key runs past the record", 0, 0, 0, 0
-            value_len, pos = _varint(data, pos, 5, 32)
-            if value_len >= 0:
-                pos += value_len
-                if pos > rec_end:
-                    return f"record {i}: value runs past the record", 0, 0, 0, 0
-            headers, pos = _varint(data, pos, 5, 32)
-            if headers < 0 or headers > rec_end - pos:
-                return f"record {i}: invalid number of record headers {headers}", 0, 0, 0, 0
-            for _ in range(headers):
-                key_len, pos = _varint(data, pos, 5, 32)
-                if key_len < 0:
-                    return f"record {i}: invalid negative header key size {key_len}", 0, 0, 0, 0
-                pos += key_len
-                if pos > rec_end:
-                    return f"record {i}: header key runs past the record", 0, 0, 0, 0
-                value_len, pos = _varint(data, pos, 5, 32)
-                if value_len >= 0:
-                    pos += value_len
-                    if pos > rec_end:
-                        return f"record {i}: header value runs past the record", 0, 0, 0, 0
+            pos, delta, null_key = _scan_record(data, pos, end, i)
+        except _RecordError as exc:
+            return str(exc), 0, 0, 0, 0
         except _Truncated:
             return f"record {i}: record data ends inside a varint", 0, 0, 0, 0
         except ValueError:
             return f"record {i}: varint too long", 0, 0, 0, 0
-        if pos != rec_end:
-            return f"record {i}: size {length} but its fields take {length + pos - rec_end} bytes", 0, 0, 0, 0
+        null_keys += null_key
         # Java long arithmetic: base + delta wraps.
         timestamp = ((base_timestamp + delta - _INT64_MIN) & _UINT64) + _INT64_MIN
         if timestamp != NO_TIMESTAMP:
