@@ -22,11 +22,7 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from bench.procs import free_port, recv_exact
 
 
 def metadata_request(correlation: int) -> bytes:
@@ -34,16 +30,6 @@ def metadata_request(correlation: int) -> bytes:
     client = b"probe"
     body = struct.pack(">hhih", 3, 1, correlation, len(client)) + client + struct.pack(">i", 0)
     return struct.pack(">i", len(body)) + body
-
-
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed")
-        buf += chunk
-    return buf
 
 
 class Probe(threading.Thread):

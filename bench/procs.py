@@ -23,6 +23,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    """Exactly ``n`` bytes from a blocking socket (the raw-protocol probes); ConnectionError if it closes first."""
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed")
+        buf += chunk
+    return buf
+
+
 def cpu_seconds(pid: int) -> float:
     """utime + stime of a process (all threads), from /proc/<pid>/stat."""
     with open(f"/proc/{pid}/stat") as f:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from bench.procs import REPO, free_port
+from bench.procs import REPO, free_port, recv_exact
 
 sys.path.insert(0, str(REPO / "tests" / "gateway"))
 from tls_certs import make_certs  # noqa: E402
@@ -97,18 +97,8 @@ def _frame(api_key: int, version: int, body: bytes, correlation: int) -> bytes:
 
 def _call(s, api_key: int, version: int, body: bytes) -> bytes:
     s.sendall(_frame(api_key, version, body, 1))
-    (size,) = struct.unpack(">i", _recv(s, 4))
-    return _recv(s, size)[4:]
-
-
-def _recv(s, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = s.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("closed")
-        out += chunk
-    return out
+    (size,) = struct.unpack(">i", recv_exact(s, 4))
+    return recv_exact(s, size)[4:]
 
 
 def _authenticate(s, token: bytes) -> bytes:
