@@ -24,14 +24,19 @@ What is confined and how (``TenantFilter(prefix="tenant-a.")``, one per client c
 A refused request is answered as a whole (``Answer``) with a response of the same API and version that
 mirrors the request's entries with the error code on each (Kafka puts the error per topic/partition).
 
+ACLs (DescribeAcls / CreateAcls / DeleteAcls) are confined the same way, whether the upstream or the
+proxy's own authorizer answers them: TOPIC, GROUP and TRANSACTIONAL_ID resource names get the prefix, for
+LITERAL and PREFIXED patterns alike, and a tenant's LITERAL "*" is stored as PREFIXED "<prefix>" (all of its
+resources, shown back as "*"). DescribeAcls may ask broadly; the answer keeps only the tenant's resources.
+DeleteAcls must name one of the tenant's resources exactly (no null name, no MATCH, no ANY type), since it
+acts before anything comes back. CLUSTER, USER and DELEGATION_TOKEN ACLs get CLUSTER_AUTHORIZATION_FAILED.
+
 Denied with CLUSTER_AUTHORIZATION_FAILED (what Kafka answers a principal without CLUSTER rights), every
-version: ACLs (29-31: upstream ACLs govern upstream principals, and the proxy talks to the upstream as its
-own principal, so the proxy's authorizer must answer them), BROKER / BROKER_LOGGER / CLIENT_METRICS config
-resources (broker configs carry upstream addresses), WriteTxnMarkers, log dirs, delegation tokens, leader
-election and reassignments, quotas, SCRAM credentials, KRaft/controller and broker-registration APIs,
-features, telemetry, share groups, streams groups, ListConfigResources, and any API key this module does
-not list. Passed untouched (not decoded): ApiVersions, SaslHandshake, SaslAuthenticate, DescribeCluster.
-The proxy core should not advertise denied keys in ApiVersions (``DENIED_API_KEYS``).
+version: BROKER / BROKER_LOGGER / CLIENT_METRICS config resources (broker configs carry upstream
+addresses), WriteTxnMarkers, log dirs, delegation tokens, leader election and reassignments, quotas, SCRAM
+credentials, KRaft/controller and broker-registration APIs, features, telemetry, share groups, streams
+groups, ListConfigResources, and any API key this module does not list. Passed untouched (not decoded):
+ApiVersions, SaslHandshake, SaslAuthenticate, DescribeCluster. The proxy core should not advertise denied keys in ApiVersions (``DENIED_API_KEYS``).
 
 Not rewritten: opaque group protocol bytes (JoinGroup/SyncGroup member metadata and assignments carry the
 names the tenant's own clients wrote, unprefixed, which stays consistent because only that tenant's members
@@ -57,16 +62,21 @@ from logway.wire.protocol import response_type
 
 MAX_TOPIC_LENGTH = 249  # Kafka's Topic.MAX_NAME_LENGTH
 
-# Config resource types (ConfigResource.Type) and FindCoordinator key types.
+# Config resource types (ConfigResource.Type).
 _TOPIC_RESOURCE, _GROUP_RESOURCE = 2, 32
+# ACL resource types (ResourceType) a tenant owns, and ACL pattern types (PatternType).
+_ACL_TENANT_TYPES = frozenset({2, 3, 5})  # TOPIC, GROUP, TRANSACTIONAL_ID
+_ACL_ANY_TYPE = 1
+_ANY, _MATCH, _LITERAL, _PREFIXED = 1, 2, 3, 4
+_WILDCARD = "*"
 
 PASS_THROUGH_API_KEYS = frozenset({17, 18, 36, 60})
 """SaslHandshake, ApiVersions, SaslAuthenticate, DescribeCluster: nothing in them names a tenant's things."""
 
 CONFINED_API_KEYS = frozenset(
     {
-        0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 19, 20, 21, 22, 23, 24, 25, 26, 28, 32, 33, 37, 42, 44,
-        47, 61, 65, 66, 68, 69, 75,
+        0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 19, 20, 21, 22, 23, 24, 25, 26, 28, 29, 30, 31, 32, 33,
+        37, 42, 44, 47, 61, 65, 66, 68, 69, 75,
     }
 )  # fmt: skip
 """The APIs this filter rewrites and confines, at every version kio knows."""
@@ -185,6 +195,14 @@ class TenantFilter:
             return dataclasses.replace(request, key=self.prefix + request.key)
         if api_key in (32, 33, 44):
             return dataclasses.replace(request, resources=tuple(self._resource_in(r) for r in request.resources))
+        if api_key == 29:
+            return self._acl_filter_in(request, refuse_broad=False)
+        if api_key == 30:
+            return dataclasses.replace(request, creations=tuple(map(self._acl_creation_in, request.creations)))
+        if api_key == 31:
+            return dataclasses.replace(
+                request, filters=tuple(self._acl_filter_in(f, refuse_broad=True) for f in request.filters)
+            )
         if api_key == 68 and version >= 1 and request.subscribed_topic_regex:
             regex = self._anchor(request.subscribed_topic_regex, ErrorCode.invalid_regular_expression)
             return dataclasses.replace(request, subscribed_topic_regex=regex)
@@ -201,6 +219,41 @@ class TenantFilter:
         # Broker, broker-logger and client-metrics configs belong to the operator (and broker configs carry
         # the upstream's addresses): Kafka answers a principal without CLUSTER rights this way.
         raise _Refused(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
+
+    def _acl_name_in(self, name: str, pattern: int) -> tuple[str, int]:
+        """A tenant's ACL resource upstream: LITERAL "*" (all its topics/groups/ids) is PREFIXED by the prefix."""
+        if pattern == _LITERAL and name == _WILDCARD:
+            return self.prefix, _PREFIXED
+        return self.prefix + name, pattern
+
+    def _acl_creation_in(self, creation: Any) -> Any:
+        if creation.resource_type not in _ACL_TENANT_TYPES:
+            raise _Refused(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
+        if creation.resource_pattern_type not in (_LITERAL, _PREFIXED):
+            raise _Refused(ErrorCode.invalid_request, "Invalid resource pattern type for an ACL binding")
+        name, pattern = self._acl_name_in(creation.resource_name, creation.resource_pattern_type)
+        return dataclasses.replace(creation, resource_name=name, resource_pattern_type=pattern)
+
+    def _acl_filter_in(self, acl_filter: Any, refuse_broad: bool) -> Any:
+        """DescribeAcls may ask broadly (ANY type, any name, MATCH): the answer is filtered on the way out.
+        DeleteAcls acts before anything comes back, so it must name one of the tenant's resources exactly."""
+        kind, name, pattern = (
+            acl_filter.resource_type_filter,
+            acl_filter.resource_name_filter,
+            acl_filter.pattern_type_filter,
+        )
+        broad_type = kind == _ACL_ANY_TYPE and not refuse_broad
+        if not broad_type and kind not in _ACL_TENANT_TYPES:
+            raise _Refused(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
+        if refuse_broad and (name is None or pattern not in (_ANY, _LITERAL, _PREFIXED)):
+            raise _Refused(
+                ErrorCode.cluster_authorization_failed,
+                "A virtual cluster deletes ACLs of one named resource (LITERAL, PREFIXED or ANY pattern).",
+            )
+        if name is None:
+            return acl_filter
+        name, pattern = self._acl_name_in(name, pattern)
+        return dataclasses.replace(acl_filter, resource_name_filter=name, pattern_type_filter=pattern)
 
     def _anchor(self, regex: str, code: ErrorCode) -> str:
         """``^prefix(?:regex)``: a match can only be a name under the prefix.
@@ -232,8 +285,16 @@ class TenantFilter:
             return dataclasses.replace(response, coordinators=stripped)
         if api_key in (32, 33, 44):
             field = "results" if api_key == 32 else "responses"
-            kept = tuple(r for r in map(self._resource_out, getattr(response, field)) if r is not None)
+            kept = _kept(map(self._resource_out, getattr(response, field)))
             return dataclasses.replace(response, **{field: kept})
+        if api_key == 29:
+            return dataclasses.replace(response, resources=_kept(map(self._acl_resource_out, response.resources)))
+        if api_key == 31:
+            results = tuple(
+                dataclasses.replace(r, matching_acls=_kept(map(self._acl_resource_out, r.matching_acls)))
+                for r in response.filter_results
+            )
+            return dataclasses.replace(response, filter_results=results)
         if api_key == 69:
             groups = tuple(
                 dataclasses.replace(g, members=tuple(map(self._unanchor, g.members))) for g in response.groups
@@ -248,12 +309,26 @@ class TenantFilter:
             return None
         return dataclasses.replace(resource, resource_name=resource.resource_name[len(self.prefix) :])
 
+    def _acl_resource_out(self, resource: Any) -> Any:
+        """The tenant's view of an ACL resource upstream, or None when it is not the tenant's (other tenants',
+        the cluster's, the operator's wildcard and broader prefixes)."""
+        name, pattern = resource.resource_name, resource.pattern_type
+        if resource.resource_type not in _ACL_TENANT_TYPES or not name.startswith(self.prefix):
+            return None
+        if pattern == _PREFIXED and name == self.prefix:
+            return dataclasses.replace(resource, resource_name=_WILDCARD, pattern_type=_LITERAL)
+        return dataclasses.replace(resource, resource_name=name[len(self.prefix) :])
+
     def _unanchor(self, member: Any) -> Any:
         regex = getattr(member, "subscribed_topic_regex", None)
         head = f"^{self._escaped}(?:"
         if regex and regex.startswith(head) and regex.endswith(")"):
             return dataclasses.replace(member, subscribed_topic_regex=regex[len(head) : -1])
         return member
+
+
+def _kept(items: typing.Iterable[Any]) -> tuple:
+    return tuple(item for item in items if item is not None)
 
 
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
@@ -378,6 +453,7 @@ _ARRAY_ALIASES = {
     "topic_results": ("topics",),
     "results_by_partition": ("partitions",),
     "coordinators": ("coordinator_keys",),
+    "filter_results": ("filters",),
     "groups": ("group_ids",),
     "transaction_states": ("transactional_ids",),
     "partitions": ("partition_indexes",),

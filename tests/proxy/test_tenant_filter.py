@@ -90,12 +90,12 @@ def sample(cls: type, topic_id: uuid.UUID):
             kwargs[f.name] = (SAMPLE[kind],) if many else SAMPLE[kind]
         elif f.name == "topic_id":
             kwargs[f.name] = topic_id
-        elif f.name in ("key", "resource_name"):
+        elif f.name in ("key", "resource_name", "resource_name_filter"):
             kwargs[f.name] = "g1" if f.name == "key" else "orders"
         elif f.name == "coordinator_keys":
             kwargs[f.name] = ("g1",)
-        elif f.name == "resource_type":
-            kwargs[f.name] = 2  # TOPIC
+        elif f.name in ("resource_type", "resource_type_filter"):
+            kwargs[f.name] = 2  # TOPIC, for configs and ACLs
         elif many:
             kwargs[f.name] = ()
         elif f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
@@ -158,7 +158,7 @@ def names(obj) -> list[str]:
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
         values = value if isinstance(value, tuple) else (value,)
-        untyped_name = f.name in ("key", "coordinator_keys", "resource_name")
+        untyped_name = f.name in ("key", "coordinator_keys", "resource_name", "resource_name_filter")
         for v in values:
             if dataclasses.is_dataclass(v):
                 out += names(v)
@@ -242,7 +242,7 @@ def test_every_other_api_is_answered_with_cluster_authorization_failed(api_key: 
 
 def test_the_filter_decodes_every_api_kio_knows_except_the_harmless_ones() -> None:
     assert TenantFilter(A).api_keys == frozenset(api_key_map) - PASS_THROUGH_API_KEYS
-    assert {29, 30, 31, 27, 35, 43, 45, 51} <= DENIED_API_KEYS  # ACLs, txn markers, log dirs, admin ops
+    assert {27, 35, 43, 45, 51, 58} <= DENIED_API_KEYS  # txn markers, log dirs, elections, SCRAM, envelope
 
 
 # --- a shared upstream: a tiny Kafka that answers decoded requests -------------------------------------
@@ -256,6 +256,7 @@ class FakeKafka:
         self.logs: dict[tuple[str, int], list[bytes]] = defaultdict(list)
         self.offsets: dict[str, dict[tuple[str, int], int]] = defaultdict(dict)
         self.configs: dict[str, dict[str, str]] = {}
+        self.acls: list[tuple[int, str, int, str]] = []  # resource type, name, pattern type, principal
         self.requests = 0
 
     def name_of(self, topic_id: uuid.UUID) -> str | None:
@@ -419,6 +420,58 @@ class FakeKafka:
                 }
             )
         return {"results": results}
+
+    @staticmethod
+    def _acl_matches(acl, kind: int, name: str | None, pattern: int) -> bool:
+        """Kafka's ResourcePatternFilter.matches: ANY type/pattern, MATCH (literal, "*", covering prefixes)."""
+        acl_kind, acl_name, acl_pattern, _ = acl
+        if kind != 1 and kind != acl_kind:
+            return False
+        if name is None:
+            return pattern in (1, 2) or pattern == acl_pattern
+        if pattern == 2:
+            return (acl_pattern == 3 and acl_name in (name, "*")) or (acl_pattern == 4 and name.startswith(acl_name))
+        return acl_name == name and pattern in (1, acl_pattern)
+
+    def _acl_out(self, acl) -> dict:
+        kind, name, pattern, principal = acl
+        return {
+            "resource_type": kind,
+            "resource_name": name,
+            "pattern_type": pattern,
+            "principal": principal,
+            "host": "*",
+            "operation": 2,
+            "permission_type": 3,
+        }
+
+    def create_acls(self, version, request):
+        for c in request.creations:
+            self.acls.append((c.resource_type, c.resource_name, c.resource_pattern_type, c.principal))
+        return {"results": [{"error_code": ErrorCode.none} for _ in request.creations]}
+
+    def describe_acls(self, version, request):
+        found = [
+            a
+            for a in self.acls
+            if self._acl_matches(
+                a, request.resource_type_filter, request.resource_name_filter, request.pattern_type_filter
+            )
+        ]
+        resources = [{**self._acl_out(a), "acls": [self._acl_out(a)]} for a in found]
+        return {"resources": resources}
+
+    def delete_acls(self, version, request):
+        results = []
+        for f in request.filters:
+            gone = [
+                a
+                for a in self.acls
+                if self._acl_matches(a, f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter)
+            ]
+            self.acls = [a for a in self.acls if a not in gone]
+            results.append({"matching_acls": [self._acl_out(a) for a in gone]})
+        return {"filter_results": results}
 
     def find_coordinator(self, version, request):
         if version < 4:
@@ -722,3 +775,95 @@ def test_regex_subscriptions_are_anchored_under_the_prefix() -> None:
         with pytest.raises(Answer) as answered:
             tenant.on_request(CLIENT, 68, 1, message(request_type(68, 1), {**base, "subscribed_topic_regex": escape}))
         assert answered.value.response.error_code == ErrorCode.invalid_regular_expression
+
+
+TOPIC, GROUP, CLUSTER = 2, 3, 4
+ANY, MATCH, LITERAL, PREFIXED = 1, 2, 3, 4
+
+
+def acl_creation(kind: int, name: str, pattern: int = LITERAL, principal: str = "User:alice") -> dict:
+    return {
+        "resource_type": kind,
+        "resource_name": name,
+        "resource_pattern_type": pattern,
+        "principal": principal,
+        "host": "*",
+        "operation": 2,
+        "permission_type": 3,
+    }
+
+
+def acl_filter(kind: int, name: str | None, pattern: int) -> dict:
+    return {
+        "resource_type_filter": kind,
+        "resource_name_filter": name,
+        "pattern_type_filter": pattern,
+        "principal_filter": None,
+        "host_filter": None,
+        "operation": 1,
+        "permission_type": 1,
+    }
+
+
+@pytest.mark.parametrize("version", versions(29))
+def test_acls_are_confined_to_the_tenants_resources(cluster, version: int) -> None:
+    upstream, a, b = cluster
+    upstream.acls += [
+        (TOPIC, "*", LITERAL, "User:ops"),
+        (TOPIC, "tenant-", PREFIXED, "User:ops"),
+        (CLUSTER, "kafka-cluster", LITERAL, "User:ops"),
+    ]
+    a.send(
+        30,
+        version,
+        {"creations": [acl_creation(TOPIC, "orders"), acl_creation(TOPIC, "*"), acl_creation(GROUP, "app-", PREFIXED)]},
+    )
+    b.send(30, version, {"creations": [acl_creation(TOPIC, "orders")]})
+    assert (TOPIC, A + "orders", LITERAL, "User:alice") in upstream.acls
+    assert (TOPIC, A, PREFIXED, "User:alice") in upstream.acls  # A's "*": every topic of A, and no other
+
+    def described(tenant, kind, name, pattern):
+        response = tenant.send(29, version, acl_filter(kind, name, pattern))
+        assert response.error_code == ErrorCode.none
+        return sorted((r.resource_type, r.resource_name, r.pattern_type) for r in response.resources)
+
+    assert described(a, ANY, None, ANY) == [
+        (TOPIC, "*", LITERAL),
+        (TOPIC, "orders", LITERAL),
+        (GROUP, "app-", PREFIXED),
+    ]
+    assert described(b, ANY, None, ANY) == [(TOPIC, "orders", LITERAL)]
+    assert described(a, TOPIC, "orders", MATCH) == [(TOPIC, "*", LITERAL), (TOPIC, "orders", LITERAL)]
+    assert described(b, TOPIC, "*", LITERAL) == []
+
+    before = list(upstream.acls)
+    for broad in (
+        acl_filter(TOPIC, None, ANY),
+        acl_filter(ANY, "orders", LITERAL),
+        acl_filter(TOPIC, "orders", MATCH),
+        acl_filter(CLUSTER, "kafka-cluster", LITERAL),
+    ):
+        refused = a.send(31, version, {"filters": [broad]})
+        assert [r.error_code for r in refused.filter_results] == [ErrorCode.cluster_authorization_failed]
+    created = a.send(30, version, {"creations": [acl_creation(CLUSTER, "kafka-cluster")]})
+    assert [r.error_code for r in created.results] == [ErrorCode.cluster_authorization_failed]
+    assert upstream.acls == before
+
+    deleted = a.send(31, version, {"filters": [acl_filter(TOPIC, "orders", LITERAL), acl_filter(TOPIC, "*", LITERAL)]})
+    assert [[(m.resource_name, m.pattern_type) for m in r.matching_acls] for r in deleted.filter_results] == [
+        [("orders", LITERAL)],
+        [("*", LITERAL)],
+    ]
+    assert described(b, ANY, None, ANY) == [(TOPIC, "orders", LITERAL)]
+    assert (TOPIC, "*", LITERAL, "User:ops") in upstream.acls and (
+        TOPIC,
+        "tenant-",
+        PREFIXED,
+        "User:ops",
+    ) in upstream.acls
+
+
+def test_describing_cluster_acls_is_a_cluster_authorization_failure(cluster) -> None:
+    upstream, a, _ = cluster
+    response = a.send(29, 3, acl_filter(CLUSTER, None, ANY))
+    assert (response.error_code, response.resources) == (ErrorCode.cluster_authorization_failed, ())
