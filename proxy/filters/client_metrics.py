@@ -62,6 +62,8 @@ class ClientMetrics:
         self.topic_ids = topic_ids if topic_ids is not None else TopicIdDirectory()
         self._clients = _Bounded(max_label_values)
         self._topics = _Bounded(max_label_values)
+        self._produce: dict[tuple[str, str], tuple[Any, Any, Any]] = {}
+        self._fetch: dict[tuple[str, str], tuple[Any, Any]] = {}
 
         def counter(name: str, doc: str, labels: tuple[str, ...]) -> Counter:
             return Counter(name, doc, labels, registry=registry)
@@ -140,16 +142,38 @@ class ClientMetrics:
 
     def _count_produce(self, client_id: str, topics: dict[str | uuid.UUID, tuple[int, int]]) -> None:
         for topic, (nbytes, records) in topics.items():
-            labels = (self._topic(topic), client_id)
-            self.produce_requests.labels(*labels).inc()
-            self.bytes_in.labels(*labels).inc(nbytes)
-            self.messages_in.labels(*labels).inc(records)
+            requests, bytes_in, messages_in = self._produce_children(self._topic(topic), client_id)
+            requests.inc()
+            bytes_in.inc(nbytes)
+            messages_in.inc(records)
 
     def _count_fetch(self, client_id: str, topics: dict[str | uuid.UUID, tuple[int, int]]) -> None:
         for topic, (nbytes, _records) in topics.items():
-            labels = (self._topic(topic), client_id)
-            self.fetch_requests.labels(*labels).inc()
-            self.bytes_out.labels(*labels).inc(nbytes)
+            requests, bytes_out = self._fetch_children(self._topic(topic), client_id)
+            requests.inc()
+            bytes_out.inc(nbytes)
+
+    def _produce_children(self, topic: str, client_id: str) -> tuple[Any, Any, Any]:
+        """The labelled counters of one (topic, client id), looked up once: ``labels()`` costs microseconds."""
+        key = (topic, client_id)
+        children = self._produce.get(key)
+        if children is None:
+            children = self._produce[key] = (
+                self.produce_requests.labels(topic, client_id),
+                self.bytes_in.labels(topic, client_id),
+                self.messages_in.labels(topic, client_id),
+            )
+        return children
+
+    def _fetch_children(self, topic: str, client_id: str) -> tuple[Any, Any]:
+        key = (topic, client_id)
+        children = self._fetch.get(key)
+        if children is None:
+            children = self._fetch[key] = (
+                self.fetch_requests.labels(topic, client_id),
+                self.bytes_out.labels(topic, client_id),
+            )
+        return children
 
 
 class _Bounded:
@@ -171,114 +195,103 @@ class _Bounded:
 # --- walking Produce requests and Fetch responses around their record sets -------------------------
 
 
-class _Reader:
-    """Kafka's primitive types at a position, classic or compact (flexible versions)."""
-
-    def __init__(self, buf: bytes | memoryview, flexible: bool) -> None:
-        self.buf = memoryview(buf)
-        self.pos = 0
-        self.flexible = flexible
-
-    def skip(self, n: int) -> None:
-        self.pos += n
-        if self.pos > len(self.buf):
-            raise MalformedRequest("body ends early")
-
-    def i16(self) -> int:
-        (value,) = _I16.unpack_from(self.buf, self.pos)
-        self.pos += 2
-        return value
-
-    def i32(self) -> int:
-        (value,) = _I32.unpack_from(self.buf, self.pos)
-        self.pos += 4
-        return value
-
-    def length(self) -> int:
-        """An array's, string's or bytes' length; -1 for null."""
-        if self.flexible:
-            value, self.pos = read_uvarint(self.buf, self.pos)
-            return value - 1
-        return self.i32()
-
-    def string(self) -> str | None:
-        size = self.length() if self.flexible else self.i16()
-        if size < 0:
-            return None
-        start = self.pos
-        self.skip(size)
-        return bytes(self.buf[start : self.pos]).decode()
-
-    def topic(self, by_id: bool) -> str | uuid.UUID:
-        if by_id:
-            start = self.pos
-            self.skip(16)
-            return uuid.UUID(bytes=bytes(self.buf[start : self.pos]))
-        return self.string() or ""
-
-    def records(self) -> tuple[int, int]:
-        """(bytes, records) of a nullable record set; records counted from the v2 batch headers."""
-        size = self.length()
-        if size <= 0:
-            return 0, 0
-        start = self.pos
-        self.skip(size)
-        return size, _record_count(self.buf[start : self.pos])
-
-    def tags(self) -> None:
-        if self.flexible:
-            self.pos = skip_tagged_fields(self.buf, self.pos)
+def _length(buf: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
+    """An array's or bytes' length (-1 for null) and the position after it: int32, or compact uvarint - 1."""
+    if flexible:
+        value, pos = read_uvarint(buf, pos)
+        return value - 1, pos
+    return _I32.unpack_from(buf, pos)[0], pos + 4
 
 
-def _record_count(records: memoryview) -> int:
-    """Sum of the record counts of the v2 batches in a record set (batchLength at 8, magic at 16,
+def _topic(buf: memoryview, pos: int, flexible: bool, by_id: bool) -> tuple[str | uuid.UUID, int]:
+    """A topic id (16 bytes) or a topic name (int16 or compact length), and the position after it."""
+    if by_id:
+        return uuid.UUID(bytes=bytes(buf[pos : pos + 16])), pos + 16
+    if flexible:
+        size, pos = read_uvarint(buf, pos)
+        size -= 1
+    else:
+        size, pos = _I16.unpack_from(buf, pos)[0], pos + 2
+    end = pos + max(size, 0)
+    if end > len(buf):
+        raise MalformedRequest("topic name runs past the body")
+    return bytes(buf[pos:end]).decode(), end
+
+
+def _records(buf: memoryview, pos: int, flexible: bool) -> tuple[int, int, int]:
+    """(bytes, records, position after) of a nullable record set; records from the v2 batch headers."""
+    size, pos = _length(buf, pos, flexible)
+    if size <= 0:
+        return 0, 0, pos
+    end = pos + size
+    if end > len(buf):
+        raise MalformedRequest("record set runs past the body")
+    return size, _record_count(buf, pos, end), end
+
+
+def _record_count(buf: memoryview, pos: int, end: int) -> int:
+    """Sum of the record counts of the v2 batches in ``buf[pos:end]`` (batchLength at 8, magic at 16,
     recordsCount at 57, Kafka's DefaultRecordBatch layout); older formats and a torn tail count 0."""
-    count = pos = 0
-    while pos + 61 <= len(records) and records[pos + 16] == 2:
-        (batch_length,) = _I32.unpack_from(records, pos + 8)
-        (records_in_batch,) = _I32.unpack_from(records, pos + 57)
-        count += max(records_in_batch, 0)
+    count = 0
+    while pos + 61 <= end and buf[pos + 16] == 2:
+        batch_length, records = _I32.unpack_from(buf, pos + 8)[0], _I32.unpack_from(buf, pos + 57)[0]
+        count += max(records, 0)
         pos += 12 + max(batch_length, 0)
     return count
 
 
-def _add(totals: dict, topic: str | uuid.UUID, sizes: tuple[int, int]) -> None:
-    nbytes, records = totals.get(topic, (0, 0))
-    totals[topic] = (nbytes + sizes[0], records + sizes[1])
+def _add(totals: dict, topic: str | uuid.UUID, nbytes: int, records: int) -> None:
+    old_bytes, old_records = totals.get(topic, (0, 0))
+    totals[topic] = (old_bytes + nbytes, old_records + records)
 
 
 def produce_topic_bytes(version: int, body: bytes | memoryview) -> dict[str | uuid.UUID, tuple[int, int]]:
     """(record bytes, records) per topic name (v3-12) or topic id (v13) of a Produce request body."""
-    r = _Reader(body, flexible=version >= 9)
-    r.string()  # transactional_id
-    r.skip(6)  # acks, timeout_ms
+    buf, flexible, by_id = memoryview(body), version >= 9, version >= 13
+    if flexible:
+        size, pos = read_uvarint(buf, 0)
+        pos += max(size - 1, 0)  # transactional_id
+    else:
+        pos = 2 + max(_I16.unpack_from(buf, 0)[0], 0)
+    pos += 6  # acks, timeout_ms
     totals: dict[str | uuid.UUID, tuple[int, int]] = {}
-    for _ in range(max(r.length(), 0)):
-        topic = r.topic(by_id=version >= 13)
-        for _ in range(max(r.length(), 0)):
-            r.skip(4)  # partition index
-            _add(totals, topic, r.records())
-            r.tags()
-        r.tags()
+    topics, pos = _length(buf, pos, flexible)
+    for _ in range(max(topics, 0)):
+        topic, pos = _topic(buf, pos, flexible, by_id)
+        partitions, pos = _length(buf, pos, flexible)
+        for _ in range(max(partitions, 0)):
+            nbytes, records, pos = _records(buf, pos + 4, flexible)  # after the partition index
+            _add(totals, topic, nbytes, records)
+            if flexible:
+                pos = skip_tagged_fields(buf, pos)
+        if flexible:
+            pos = skip_tagged_fields(buf, pos)
     return totals
 
 
 def fetch_topic_bytes(version: int, body: bytes | memoryview) -> dict[str | uuid.UUID, tuple[int, int]]:
     """(record bytes, records) per topic name (v4-12) or topic id (v13+) of a Fetch response body."""
-    r = _Reader(body, flexible=version >= 12)
-    r.skip(4 + (6 if version >= 7 else 0))  # throttle_time_ms; error_code, session_id
+    buf, flexible, by_id = memoryview(body), version >= 12, version >= 13
+    pos = 4 + (6 if version >= 7 else 0)  # throttle_time_ms; error_code, session_id
+    # partition_index, error_code, high_watermark, last_stable_offset, log_start_offset (v5+)
+    partition_head = 4 + 2 + 8 + 8 + (8 if version >= 5 else 0)
     totals: dict[str | uuid.UUID, tuple[int, int]] = {}
-    for _ in range(max(r.length(), 0)):
-        topic = r.topic(by_id=version >= 13)
-        for _ in range(max(r.length(), 0)):
-            # partition_index, error_code, high_watermark, last_stable_offset, log_start_offset (v5+)
-            r.skip(4 + 2 + 8 + 8 + (8 if version >= 5 else 0))
-            for _ in range(max(r.length(), 0)):  # aborted_transactions: producer_id, first_offset
-                r.skip(16)
-                r.tags()
+    topics, pos = _length(buf, pos, flexible)
+    for _ in range(max(topics, 0)):
+        topic, pos = _topic(buf, pos, flexible, by_id)
+        partitions, pos = _length(buf, pos, flexible)
+        for _ in range(max(partitions, 0)):
+            aborted, pos = _length(buf, pos + partition_head, flexible)
+            for _ in range(max(aborted, 0)):  # producer_id, first_offset
+                pos += 16
+                if flexible:
+                    pos = skip_tagged_fields(buf, pos)
             if version >= 11:
-                r.skip(4)  # preferred_read_replica
-            _add(totals, topic, r.records())
-            r.tags()
-        r.tags()
+                pos += 4  # preferred_read_replica
+            nbytes, records, pos = _records(buf, pos, flexible)
+            _add(totals, topic, nbytes, records)
+            if flexible:
+                pos = skip_tagged_fields(buf, pos)
+        if flexible:
+            pos = skip_tagged_fields(buf, pos)
     return totals

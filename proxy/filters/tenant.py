@@ -85,6 +85,7 @@ DENIED_API_KEYS = frozenset(api_key_map) - CONFINED_API_KEYS - PASS_THROUGH_API_
 """Every other API kio knows: answered with CLUSTER_AUTHORIZATION_FAILED."""
 
 _ZERO_ID = uuid.UUID(int=0)
+_RESPONSE_HOOKS = frozenset({10, 29, 31, 32, 33, 44, 69})  # strip untyped names after the generic walk
 
 
 class TopicIdDirectory:
@@ -142,6 +143,11 @@ class TenantFilter:
             return _walk(self._before_request(api_key, api_version, request), names_in)
         except _Refused as refused:  # answered in the tenant's own names: mirror the request as it came
             raise Answer(error_response(api_key, api_version, request, refused.code, refused.message)) from None
+
+    def wants_response(self, api_key: int, api_version: int) -> bool:
+        """Optional extension: False when the response of this API and version carries nothing to strip or
+        filter (Fetch v13+: topic ids and records only), so the proxy may forward it undecoded."""
+        return api_key in _RESPONSE_HOOKS or _carries_names(response_type(api_key, api_version))
 
     def on_response(self, client: ClientInfo, api_key: int, api_version: int, request: Any, response: Any) -> Any:
         response = _walk(response, self._out, self.topic_ids.learn)
@@ -399,6 +405,14 @@ def _slots(cls: type) -> tuple[_Slot, ...]:
         elif f.name.endswith("error_message") and str in leaves:
             out.append(_Slot(f.name, "message", many))
     return tuple(out)
+
+
+@cache
+def _carries_names(cls: type) -> bool:
+    """Whether a name or an error message can appear anywhere in ``cls`` (topic ids alone do not count)."""
+    return any(
+        _carries_names(slot.entity) if slot.kind == "entity" else slot.kind != "topic_id" for slot in _slots(cls)
+    )
 
 
 def _walk(

@@ -867,3 +867,11 @@ def test_describing_cluster_acls_is_a_cluster_authorization_failure(cluster) -> 
     upstream, a, _ = cluster
     response = a.send(29, 3, acl_filter(CLUSTER, None, ANY))
     assert (response.error_code, response.resources) == (ErrorCode.cluster_authorization_failed, ())
+
+
+def test_only_responses_with_names_need_decoding() -> None:
+    """Fetch v13+ responses carry topic ids and records only: the proxy may forward them as bytes."""
+    tenant = TenantFilter(A)
+    assert [v for v in versions(1) if not tenant.wants_response(1, v)] == [v for v in versions(1) if v >= 13]
+    assert all(tenant.wants_response(k, v) for k in (0, 3, 10, 15, 16, 19, 32) for v in versions(k))
+    assert not tenant.wants_response(12, 4)  # Heartbeat: an error code only
