@@ -88,6 +88,18 @@ _ZERO_ID = uuid.UUID(int=0)
 _RESPONSE_HOOKS = frozenset({10, 29, 31, 32, 33, 44, 69})  # strip untyped names after the generic walk
 
 
+def check_prefixes(prefixes: typing.Iterable[str]) -> None:
+    """Raise ValueError unless the virtual clusters' prefixes are disjoint namespaces.
+
+    With "team." and "team.b.", tenant "team." could name "b.x", which is tenant "team.b."'s "x": no prefix
+    may start with another (the proxy's configuration must call this with every ``topic.prefix``).
+    """
+    ordered = sorted(prefixes)
+    for shorter, longer in zip(ordered, ordered[1:], strict=False):
+        if longer.startswith(shorter):
+            raise ValueError(f"topic.prefix {longer!r} starts with topic.prefix {shorter!r}: tenants would overlap")
+
+
 class TopicIdDirectory:
     """Topic id -> full upstream topic name, learned from upstream responses; one per upstream cluster.
 
@@ -310,7 +322,7 @@ class TenantFilter:
 
     def _resource_out(self, resource: Any) -> Any:
         if resource.resource_type not in (_TOPIC_RESOURCE, _GROUP_RESOURCE):
-            return resource
+            return None  # never asked for (refused on the way in): not the tenant's to see
         if not resource.resource_name.startswith(self.prefix):
             return None
         return dataclasses.replace(resource, resource_name=resource.resource_name[len(self.prefix) :])

@@ -26,6 +26,7 @@ from logway.proxy.filters.tenant import (
     PASS_THROUGH_API_KEYS,
     TenantFilter,
     TopicIdDirectory,
+    check_prefixes,
     error_response,
 )
 from logway.wire.errors import ErrorCode
@@ -875,3 +876,14 @@ def test_only_responses_with_names_need_decoding() -> None:
     assert [v for v in versions(1) if not tenant.wants_response(1, v)] == [v for v in versions(1) if v >= 13]
     assert all(tenant.wants_response(k, v) for k in (0, 3, 10, 15, 16, 19, 32) for v in versions(k))
     assert not tenant.wants_response(12, 4)  # Heartbeat: an error code only
+
+
+def test_prefixes_must_be_disjoint_and_legal() -> None:
+    check_prefixes([A, B, "tenant-ab."])
+    with pytest.raises(ValueError, match="overlap"):
+        check_prefixes(["team.", "ops.", "team.b."])  # "team." naming "b.x" would be "team.b."'s "x"
+    with pytest.raises(ValueError, match="overlap"):
+        check_prefixes([A, A])
+    for bad in ("", "tenant a.", "x" * 249, "t/"):
+        with pytest.raises(ValueError):
+            TenantFilter(bad)
