@@ -131,6 +131,10 @@ class GroupCoordinator:
         """The in-memory group, for inspection."""
         return self._groups.get(group_id)
 
+    def groups(self) -> list[GroupMetadata]:
+        """Every group of the loaded partitions, for metrics."""
+        return list(self._groups.values())
+
     def tick(self, now_ms: int) -> int | None:
         """Run due timers (session expiry, rebalance timeout, initial delay, pending sync); return the next deadline."""
         self._timers.run_due(now_ms)

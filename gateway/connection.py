@@ -16,6 +16,7 @@ import mmap
 import os
 import socket
 import struct
+import time
 from typing import TYPE_CHECKING
 
 import trio
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
+_API_KEY_VERSION = struct.Struct(">hh")  # the first fields of every request header
 # Every connection keeps a buffer of this size. It grows (doubling, as bytes arrive) to the frames the
 # traffic brings, and, while the budget has room, up to _PIPELINE_BUFFER when a receive fills it with
 # pipelined requests (several requests per receive); it is sized down to recent use every
@@ -294,19 +296,24 @@ class Connection:
         """Before the first request: nothing on PLAINTEXT (TLS connections shake hands here)."""
 
     async def run(self) -> None:
+        record = self.broker.stats.requests.record
         try:
             await self.handshake()
             while True:
                 # No local keeps the frame or the response while waiting for the next request, so an idle
                 # connection's buffer (and a large response) can be freed.
                 frame = await self.read_frame()
+                started = time.perf_counter()
                 self.busy = True
                 response = await self.dispatch(self, frame)
                 self.busy = False
+                api_key, api_version = _API_KEY_VERSION.unpack_from(frame)  # dispatch read a whole header
                 del frame
                 if response is not None:
                     await self.send_chunks(response)
                     del response
+                # Kafka's RequestMetrics TotalTimeMs: from the request received to its response sent.
+                record(api_key, api_version, (time.perf_counter() - started) * 1000)
         except ConnectionClosed:
             pass
         except MalformedRequest as exc:
