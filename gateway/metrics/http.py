@@ -13,7 +13,6 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 import trio
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from logway.gateway.metrics.collector import render, take_snapshot
 
@@ -27,6 +26,9 @@ MAX_HEAD_BYTES = 8192
 HEAD_TIMEOUT_S = 10.0
 MAX_CONNECTIONS = 16
 PATHS = ("/metrics", "/")
+# The classic text format, which every Prometheus version reads; with Logway's metric names (all legacy-valid)
+# generate_latest writes exactly it.
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 async def open_metrics_listeners(config: ServerConfig) -> list[trio.SocketListener]:
@@ -72,7 +74,7 @@ async def _answer(broker: Broker, stream: trio.SocketStream, limiter: trio.Capac
         return
     snapshot = take_snapshot(broker)
     body = await trio.to_thread.run_sync(render, snapshot, limiter=limiter)
-    await _send(stream, "200 OK", body, CONTENT_TYPE_LATEST, head_only=method == b"HEAD")
+    await _send(stream, "200 OK", body, CONTENT_TYPE, head_only=method == b"HEAD")
 
 
 async def _read_head(stream: trio.SocketStream) -> bytes | None:
