@@ -26,6 +26,7 @@ from prometheus_client import Metric
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import generate_latest
 from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.utils import floatToGoString
 
 from logway.gateway.metrics.stats import LATENCY_BOUNDS_MS, request_label
 
@@ -73,6 +74,45 @@ class Snapshot:
     recovery: tuple[int, int, int, int]  # truncations, bytes dropped, segments deleted, bytes scanned
     cleaner: tuple[int, int, int, int]  # runs, failures, segments cleaned, bytes removed
     groups: list[GroupRow] = field(default_factory=list)
+
+
+@dataclass
+class Table:
+    """A family with one sample per row (per partition, per committed offset): the part of a scrape that grows
+    with the broker. ``family()`` is it for prometheus_client; ``text()`` writes the same bytes generate_latest
+    would, about ten times faster (measured in bench/metrics_scrape.py; proved equal in tests)."""
+
+    name: str
+    doc: str
+    kind: str  # "gauge" or "counter"
+    labels: tuple[str, ...]
+    rows: list[tuple[tuple[str, ...], float]]
+
+    def family(self) -> Metric:
+        family_type = GaugeMetricFamily if self.kind == "gauge" else CounterMetricFamily
+        family = family_type(self.name, self.doc, labels=list(self.labels))
+        for values, number in self.rows:
+            family.add_metric(list(values), number)
+        return family
+
+    def text(self, cache: dict[tuple[str, ...], dict[tuple[str, ...], str]] | None = None) -> str:
+        """The text exposition; ``cache`` keeps the label part of each row across tables with the same labels."""
+        sample = self.name + "_total" if self.kind == "counter" else self.name
+        doc = self.doc.replace("\\", r"\\").replace("\n", r"\n")
+        out = [f"# HELP {sample} {doc}\n# TYPE {sample} {self.kind}\n"]
+        order = sorted(range(len(self.labels)), key=self.labels.__getitem__)  # the format sorts label names
+        known = {} if cache is None else cache.setdefault(self.labels, {})
+        for values, number in self.rows:
+            labels = known.get(values)
+            if labels is None:
+                labels = known[values] = ",".join(f'{self.labels[i]}="{_escape(values[i])}"' for i in order)
+            out.append(f"{sample}{{{labels}}} {floatToGoString(number)}\n")
+        return "".join(out)
+
+
+def _escape(value: str) -> str:
+    """A label value as the text format quotes it."""
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r'\"')
 
 
 def take_snapshot(broker: Broker) -> Snapshot:
@@ -140,12 +180,49 @@ class BrokerCollector:
         self.snapshot = snapshot
 
     def collect(self) -> Iterator[Metric]:
+        """Every family, the large ones (`tables`) included."""
+        yield from (table.family() for table in self.tables())
+        yield from self.collect_small()
+
+    def collect_small(self) -> Iterator[Metric]:
+        """The families whose size does not grow with partitions or committed offsets."""
         yield from self._topic_metrics()
         yield from self._log_metrics()
         yield from self._request_metrics()
         yield from self._socket_metrics()
         yield from self._group_metrics()
         yield from self._storage_metrics()
+
+    def tables(self) -> list[Table]:
+        """The per-partition families (kafka.log Log) and the per committed offset ones (kafka_exporter's)."""
+        rows = self.snapshot.partitions
+        keys = [(row[0], str(row[1])) for row in rows]
+        labels = ("topic", "partition")
+        tables = [
+            Table(name, doc, kind, labels, [(key, row[column]) for key, row in zip(keys, rows, strict=True)])
+            for column, name, kind, doc in (
+                (2, "kafka_log_log_logendoffset", "gauge", "The offset the next record appended to the partition gets"),
+                (3, "kafka_log_log_logstartoffset", "gauge", "The first offset a consumer can read"),
+                (4, "kafka_log_log_size", "gauge", "Bytes of the partition's segments on disk"),
+                (5, "kafka_log_log_numlogsegments", "gauge", "Segments of the partition"),
+                (6, "logway_partition_bytes_in", "counter", "Bytes appended to the partition by Produce requests"),
+                (7, "logway_partition_messages_in", "counter", "Records appended to the partition by Produce requests"),
+                (8, "logway_partition_bytes_out", "counter", "Record bytes of the partition sent in Fetch responses"),
+            )
+        ]
+        # kafka_exporter's names, which Kafka dashboards use for consumer lag.
+        end_offsets = {(row[0], row[1]): row[2] for row in rows}
+        group_labels = ("consumergroup", "topic", "partition")
+        current = Table("kafka_consumergroup_current_offset", "Committed offset", "gauge", group_labels, [])
+        lag = Table("kafka_consumergroup_lag", "Log end offset minus the committed offset", "gauge", group_labels, [])
+        for g in sorted(self.snapshot.groups, key=lambda g: g.group_id):
+            for topic, partition, offset in sorted(g.offsets):
+                key = (g.group_id, topic, str(partition))
+                current.rows.append((key, offset))
+                end = end_offsets.get((topic, partition))
+                if end is not None:  # a deleted topic has no lag to report
+                    lag.rows.append((key, end - offset))
+        return [*tables, current, lag]
 
     # --- kafka.server BrokerTopicMetrics (per topic, and the broker's total) ---------------------------------
 
@@ -183,27 +260,8 @@ class BrokerCollector:
     # --- kafka.log Log (per partition) ----------------------------------------------------------------------
 
     def _log_metrics(self) -> Iterator[Metric]:
+        """Broker-wide partition counts (the per-partition kafka.log families are `tables`)."""
         rows = self.snapshot.partitions
-        labels = ["topic", "partition"]
-        for column, name, doc in (
-            (2, "kafka_log_log_logendoffset", "The offset the next record appended to the partition gets"),
-            (3, "kafka_log_log_logstartoffset", "The first offset a consumer can read"),
-            (4, "kafka_log_log_size", "Bytes of the partition's segments on disk"),
-            (5, "kafka_log_log_numlogsegments", "Segments of the partition"),
-        ):
-            family = GaugeMetricFamily(name, doc, labels=labels)
-            for row in rows:
-                family.add_metric([row[0], str(row[1])], row[column])
-            yield family
-        for column, name, doc in (
-            (6, "logway_partition_bytes_in", "Bytes appended to the partition by Produce requests"),
-            (7, "logway_partition_messages_in", "Records appended to the partition by Produce requests"),
-            (8, "logway_partition_bytes_out", "Record bytes of the partition sent in Fetch responses"),
-        ):
-            family = CounterMetricFamily(name, doc, labels=labels)
-            for row in rows:
-                family.add_metric([row[0], str(row[1])], row[column])
-            yield family
         topics = {row[0] for row in rows}
         count = len(rows)
         offline = self.snapshot.offline_partitions
@@ -288,29 +346,22 @@ class BrokerCollector:
         yield GaugeMetricFamily(prefix + "numoffsets", "Committed offsets",
                                 value=sum(len(g.offsets) for g in groups))
         end_offsets = {(row[0], row[1]): row[2] for row in self.snapshot.partitions}
-        # kafka_exporter's names, which Kafka dashboards use for lag.
+        # kafka_exporter's names (the per-partition lag is in `tables`).
         members = GaugeMetricFamily("kafka_consumergroup_members", "Members of the group", labels=["consumergroup"])
         state = GaugeMetricFamily("logway_consumergroup_state", "1 for the group's state", labels=["consumergroup", "state"])
-        current = GaugeMetricFamily("kafka_consumergroup_current_offset", "Committed offset",
-                                    labels=["consumergroup", "topic", "partition"])
-        lag = GaugeMetricFamily("kafka_consumergroup_lag", "Log end offset minus the committed offset",
-                                labels=["consumergroup", "topic", "partition"])
         lag_sum = GaugeMetricFamily("kafka_consumergroup_lag_sum", "Lag summed over the topic's partitions",
                                     labels=["consumergroup", "topic"])
         for g in sorted(groups, key=lambda g: g.group_id):
             members.add_metric([g.group_id], g.members)
             state.add_metric([g.group_id, g.state], 1)
             sums: dict[str, int] = defaultdict(int)
-            for topic, partition, offset in sorted(g.offsets):
+            for topic, partition, offset in g.offsets:
                 end = end_offsets.get((topic, partition))
-                current.add_metric([g.group_id, topic, str(partition)], offset)
-                if end is None:
-                    continue  # the topic is gone: no lag to report
-                lag.add_metric([g.group_id, topic, str(partition)], end - offset)
-                sums[topic] += end - offset
-            for topic, total in sums.items():
+                if end is not None:
+                    sums[topic] += end - offset
+            for topic, total in sorted(sums.items()):
                 lag_sum.add_metric([g.group_id, topic], total)
-        yield from (members, state, current, lag, lag_sum)
+        yield from (members, state, lag_sum)
 
     # --- storage: offline dirs, recovery, retention, cleaning, errors ---------------------------------------
 
@@ -383,6 +434,18 @@ class _Collectors:
             yield from collector.collect()
 
 
+class _Small:
+    def __init__(self, collector: BrokerCollector) -> None:
+        self.collector = collector
+
+    def collect(self) -> Iterator[Metric]:
+        return self.collector.collect_small()
+
+
 def render(snapshot: Snapshot) -> bytes:
-    """The Prometheus text exposition of a snapshot plus the process metrics (CPU, memory, open files)."""
-    return generate_latest(_Collectors((BrokerCollector(snapshot), _PROCESS)))  # type: ignore[arg-type]
+    """The Prometheus text exposition of a snapshot plus the process metrics (CPU, memory, open files): the
+    large families written directly (`Table.text`), the others by prometheus_client's generate_latest."""
+    collector = BrokerCollector(snapshot)
+    cache: dict[tuple[str, ...], dict[tuple[str, ...], str]] = {}
+    tables = "".join(table.text(cache) for table in collector.tables()).encode()
+    return tables + generate_latest(_Collectors((_Small(collector), _PROCESS)))  # type: ignore[arg-type]

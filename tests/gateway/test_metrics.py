@@ -20,9 +20,10 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.structs import OffsetAndMetadata
+from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from logway.gateway.metrics.collector import _quantile
+from logway.gateway.metrics.collector import BrokerCollector, GroupRow, Snapshot, _quantile, render
 from logway.gateway.metrics.stats import LATENCY_BOUNDS_MS
 
 TOPIC = "metered"
@@ -248,3 +249,46 @@ def test_quantiles_interpolate_within_the_bucket():
     buckets[i] = 100
     assert _quantile(buckets, 0.5) == 7.5
     assert _quantile(buckets, 0.99) == pytest.approx(9.95)
+
+
+def snapshot_with_awkward_values() -> Snapshot:
+    """Two partitions with large numbers and a group whose id needs escaping in the text format."""
+    return Snapshot(
+        partitions=[("t.a_b-c", 0, 12_345_678_901, 7, 2**40, 3, 10**9, 123, 0, 5, 6, 1, 100),
+                    ("t.a_b-c", 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0)],
+        offline_partitions=0, log_dirs=["/data"], offline_dirs=set(), uncleanable={}, deleted=(0,) * 7,
+        requests=[("Produce", [0] * 9 + [3], [1] * 18, [1] * 18, 3, 4.5)], connections={"PLAINTEXT": 2},
+        connections_created={"PLAINTEXT": 9}, memory_used=0, memory_available=100, fetches_waiting=1,
+        failed_produce=0, failed_fetch=0, storage_errors={}, recovery=(0, 0, 0, 0), cleaner=(0, 0, 0, 0),
+        groups=[GroupRow('we"ird\\group\nid ü', "Stable", 2, [("t.a_b-c", 0, 12_345_678_000), ("gone", 3, 1)])],
+    )
+
+
+class _One:
+    def __init__(self, metric) -> None:
+        self.metric = metric
+
+    def collect(self):
+        yield self.metric
+
+
+def test_the_fast_tables_write_exactly_what_prometheus_client_writes():
+    tables = BrokerCollector(snapshot_with_awkward_values()).tables()
+    assert {t.name for t in tables} >= {"kafka_log_log_logendoffset", "kafka_consumergroup_lag"}
+    for table in tables:
+        assert table.text({}).encode() == generate_latest(_One(table.family())), table.name
+
+
+def test_a_rendered_scrape_parses_with_each_family_once():
+    text = render(snapshot_with_awkward_values()).decode()
+    families = [f.name for f in text_string_to_metric_families(text)]
+    assert len(families) == len(set(families))
+    samples = {(s.name, frozenset(s.labels.items())): s.value
+               for f in text_string_to_metric_families(text) for s in f.samples}
+    group = 'we"ird\\group\nid ü'
+    assert samples[("kafka_consumergroup_lag", frozenset({"consumergroup": group, "topic": "t.a_b-c",
+                                                           "partition": "0"}.items()))] == 901
+    assert ("kafka_consumergroup_lag", frozenset({"consumergroup": group, "topic": "gone",
+                                                   "partition": "3"}.items())) not in samples
+    assert samples[("kafka_log_log_logendoffset", frozenset({"topic": "t.a_b-c", "partition": "0"}.items()))] == 12_345_678_901
+    assert samples[("kafka_server_brokertopicmetrics_bytesin_total", frozenset())] == 10**9
