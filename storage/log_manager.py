@@ -133,6 +133,12 @@ class LogManager:
         loaded = scanned = 0
         loss = RecoveryLoss()
         progress = Progress(log, "loading %s: %d of %d partition directories, %d bytes scanned by recovery so far")
+
+        def recovered(size: int) -> None:  # after each segment recovery scanned: a long one reports progress too
+            nonlocal scanned
+            scanned += size
+            progress.update(log_dir, loaded, len(entries), scanned)
+
         for entry in entries:
             progress.update(log_dir, loaded, len(entries), scanned)
             path = log_dir / entry
@@ -160,12 +166,12 @@ class LogManager:
                 cleaner_offset=cleaner_offsets.get(parsed),
                 cleaner_config=self.cleaner_config,
                 on_offline=self._log_dir_failed,
+                on_recovered=recovered,
             )
             self.recovery_loss.add(plog.recovery_loss)
             self.recovered_bytes += plog.recovered_bytes
             loss.add(plog.recovery_loss)
             loaded += 1
-            scanned += plog.recovered_bytes
         log.info("loaded %d partitions from %s in %.2f s: recovery scanned %d bytes, truncated %d segments "
                  "(%d bytes dropped)", loaded, log_dir, time.monotonic() - started, scanned, loss.truncations,
                  loss.bytes_dropped)

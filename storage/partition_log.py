@@ -153,9 +153,11 @@ class PartitionLog:
         cleaner_offset: int | None = None,
         cleaner_config: CleanerConfig | None = None,
         on_offline: Callable[[PartitionLog], None] | None = None,
+        on_recovered: Callable[[int], None] | None = None,
     ) -> None:
         self.dir = Path(directory)
         self._on_offline = on_offline  # the log manager takes the whole log dir offline
+        self._on_recovered = on_recovered  # told the bytes of each segment recovery scanned (progress lines)
         self.topic = topic
         self.partition = partition
         self.config = config
@@ -270,6 +272,8 @@ class PartitionLog:
                     continue
                 truncated = seg.recover()
                 self.recovered_bytes += seg.size + truncated
+                if self._on_recovered is not None:
+                    self._on_recovered(seg.size + truncated)
                 if not truncated:
                     continue
                 # Kafka's LogLoader.recoverLog: an invalid batch ends the log; later segments go.
