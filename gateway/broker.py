@@ -146,6 +146,7 @@ class Broker:
             await trio.sleep(interval)
             try:
                 self.logs.maintenance(now_ms())
+                self.stats.retention_runs += 1
                 if trio.current_time() - last_checkpoint >= CHECKPOINT_INTERVAL_MS / 1000:
                     last_checkpoint = trio.current_time()
                     await trio.to_thread.run_sync(self.logs.write_checkpoints, self.logs.checkpoint_snapshot())

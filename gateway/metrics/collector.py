@@ -73,6 +73,7 @@ class Snapshot:
     storage_errors: dict[str, int]
     recovery: tuple[int, int, int, int]  # truncations, bytes dropped, segments deleted, bytes scanned
     cleaner: tuple[int, int, int, int]  # runs, failures, segments cleaned, bytes removed
+    retention_runs: int
     groups: list[GroupRow] = field(default_factory=list)
 
 
@@ -169,6 +170,7 @@ def take_snapshot(broker: Broker) -> Snapshot:
         recovery=(loss.truncations, loss.bytes_dropped, loss.segments_deleted, logs.recovered_bytes),
         cleaner=(stats.compactions, stats.compactions_failed, stats.compaction_segments_cleaned,
                  stats.compaction_bytes_removed),
+        retention_runs=stats.retention_runs,
         groups=groups,
     )
 
@@ -387,6 +389,8 @@ class BrokerCollector:
                                   value=scanned)
         deleted_segments = sum(row[11] for row in snap.partitions) + snap.deleted[5]
         deleted_bytes = sum(row[12] for row in snap.partitions) + snap.deleted[6]
+        yield CounterMetricFamily("logway_log_retention_runs", "Retention passes over every log",
+                                  value=snap.retention_runs)
         yield CounterMetricFamily("logway_log_retention_deleted_segments",
                                   "Segments deleted by retention or a moved log start offset", value=deleted_segments)
         yield CounterMetricFamily("logway_log_retention_deleted_bytes",

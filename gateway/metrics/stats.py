@@ -91,6 +91,7 @@ class BrokerStats:
     failed_produce_requests: int = 0  # partitions of produce requests answered with an error
     failed_fetch_requests: int = 0
     storage_errors: Counter[str] = field(default_factory=Counter)  # per operation: append, read, flush
+    retention_runs: int = 0  # passes of retention over every log (log.retention.check.interval.ms, at most 5 s)
     compactions: int = 0
     compactions_failed: int = 0
     compaction_bytes_removed: int = 0

@@ -260,6 +260,7 @@ def snapshot_with_awkward_values() -> Snapshot:
         requests=[("Produce", [0] * 9 + [3], [1] * 18, [1] * 18, 3, 4.5)], connections={"PLAINTEXT": 2},
         connections_created={"PLAINTEXT": 9}, memory_used=0, memory_available=100, fetches_waiting=1,
         failed_produce=0, failed_fetch=0, storage_errors={}, recovery=(0, 0, 0, 0), cleaner=(0, 0, 0, 0),
+        retention_runs=0,
         groups=[GroupRow('we"ird\\group\nid ü', "Stable", 2, [("t.a_b-c", 0, 12_345_678_000), ("gone", 3, 1)])],
     )
 
@@ -292,3 +293,47 @@ def test_a_rendered_scrape_parses_with_each_family_once():
                                                    "partition": "3"}.items())) not in samples
     assert samples[("kafka_log_log_logendoffset", frozenset({"topic": "t.a_b-c", "partition": "0"}.items()))] == 12_345_678_901
     assert samples[("kafka_server_brokertopicmetrics_bytesin_total", frozenset())] == 10**9
+
+
+def test_retention_and_compaction_show_in_the_metrics(tmp_path: Path):
+    """Retention moves the log start offset and counts what it deleted; the cleaner counts its runs and bytes."""
+    from logway.gateway.in_process import InProcessGateway
+
+    port = free_port()
+    gw = InProcessGateway(tmp_path / "d", {"metrics.port": str(port), "log.cleaner.backoff.ms": "100",
+                                           "log.retention.check.interval.ms": "100",
+                                           "offsets.topic.num.partitions": "1"}).start()
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=gw.bootstrap)
+        admin.create_topics([
+            NewTopic("kept-small", 1, 1, topic_configs={"segment.bytes": "4096", "retention.bytes": "8192",
+                                                        "file.delete.delay.ms": "0"}),
+            NewTopic("table", 1, 1, topic_configs={"cleanup.policy": "compact", "segment.bytes": "4096",
+                                                   "min.cleanable.dirty.ratio": "0.01"}),
+        ])
+        admin.close()
+        producer = KafkaProducer(bootstrap_servers=gw.bootstrap, batch_size=1024)  # batches fit a 4 KiB segment
+        for i in range(300):
+            producer.send("kept-small", b"r" * 100)
+            producer.send("table", key=b"k%d" % (i % 10), value=b"v" * 100)
+        producer.flush()
+        producer.close()
+
+        def cleaned() -> Samples | None:
+            samples = scrape(port)
+            done = (value(samples, "logway_log_cleaner_runs_total") >= 1
+                    and value(samples, "logway_log_retention_deleted_segments_total") >= 1)
+            return samples if done else None
+
+        samples = wait_for(cleaned, timeout=20)
+        assert samples, "neither retention nor the cleaner showed up in the metrics"
+        start = value(samples, "kafka_log_log_logstartoffset", topic="kept-small", partition="0")
+        assert 0 < start < 300
+        assert value(samples, "logway_log_retention_deleted_bytes_total") > 0
+        assert value(samples, "logway_log_retention_runs_total") >= 1
+        assert value(samples, "logway_log_cleaner_removed_bytes_total") > 0
+        assert value(samples, "logway_log_cleaner_cleaned_segments_total") >= 1
+        assert value(samples, "kafka_log_log_size", topic="table", partition="0") < 300 * 100
+        assert value(samples, "kafka_log_logmanager_offlinelogdirectorycount") == 0
+    finally:
+        gw.stop()
