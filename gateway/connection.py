@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
-_API_KEY_VERSION = struct.Struct(">hh")  # the first fields of every request header
 # Every connection keeps a buffer of this size. It grows (doubling, as bytes arrive) to the frames the
 # traffic brings, and, while the budget has room, up to _PIPELINE_BUFFER when a receive fills it with
 # pipelined requests (several requests per receive); it is sized down to recent use every
@@ -59,6 +58,9 @@ class Connection:
     dispatch = staticmethod(dispatch)
     # Who the client is, for the authorizer (Kafka's KafkaPrincipal): set by mTLS or SASL.
     principal = "User:ANONYMOUS"
+    # The API of the request being answered, set by dispatch (-1: none, e.g. a bare SASL token), for metrics.
+    api_key = -1
+    api_version = 0
 
     def __init__(self, broker: Broker, sock: socket.socket, peer: str, memory: RequestMemory,
                  listener: Listener | None = None) -> None:
@@ -305,15 +307,16 @@ class Connection:
                 frame = await self.read_frame()
                 started = time.perf_counter()
                 self.busy = True
+                self.api_key = -1
                 response = await self.dispatch(self, frame)
                 self.busy = False
-                api_key, api_version = _API_KEY_VERSION.unpack_from(frame)  # dispatch read a whole header
                 del frame
                 if response is not None:
                     await self.send_chunks(response)
                     del response
-                # Kafka's RequestMetrics TotalTimeMs: from the request received to its response sent.
-                record(api_key, api_version, (time.perf_counter() - started) * 1000)
+                if self.api_key >= 0:
+                    # Kafka's RequestMetrics TotalTimeMs: from the request received to its response sent.
+                    record(self.api_key, self.api_version, (time.perf_counter() - started) * 1000)
         except ConnectionClosed:
             pass
         except MalformedRequest as exc:

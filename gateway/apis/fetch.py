@@ -44,7 +44,7 @@ class _Denied(str):
     """A topic name the principal may not read (its partitions answer TOPIC_AUTHORIZATION_FAILED)."""
 
 
-def _collect(ctx, request, names: list[str | None], reads: list) -> tuple[list[FetchTopicResult], int, bool]:
+def _collect(ctx, request, names: list[str | None], reads: list[tuple[PartitionLog, int]]) -> tuple[list[FetchTopicResult], int, bool]:
     """One pass over the requested partitions: (topics, bytes found, any error); ``reads`` gets (log, bytes)
     of each partition read."""
     broker = ctx.broker
