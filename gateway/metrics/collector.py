@@ -144,7 +144,7 @@ def take_snapshot(broker: Broker) -> Snapshot:
         for api in stats.requests.apis.values()
     ]
     memory = stats.memory
-    d = logs.deleted_counters
+    gone = logs.deleted_counters
     loss = logs.recovery_loss
     groups = [
         GroupRow(g.group_id, g.state.value, len(g.members), [(t, p, v.offset) for (t, p), v in g.offsets.items()])
@@ -153,11 +153,11 @@ def take_snapshot(broker: Broker) -> Snapshot:
     return Snapshot(
         partitions=partitions,
         offline_partitions=offline_partitions,
-        log_dirs=[str(d) for d in logs.log_dirs],
+        log_dirs=[str(log_dir) for log_dir in logs.log_dirs],
         offline_dirs=offline_dirs,
         uncleanable=dict(uncleanable),
-        deleted=(d.bytes_in, d.messages_in, d.bytes_out, d.produce_requests, d.fetch_requests, d.segments_deleted,
-                 d.bytes_deleted),
+        deleted=(gone.bytes_in, gone.messages_in, gone.bytes_out, gone.produce_requests, gone.fetch_requests,
+                 gone.segments_deleted, gone.bytes_deleted),
         requests=requests,
         connections=dict(stats.connections),
         connections_created=dict(stats.connections_created),

@@ -36,7 +36,12 @@ def test_topics_and_partitions_created_and_deleted_are_logged(tmp_path, clock, i
     manager = open_manager(tmp_path, clock)
     manager.create_topic("orders", 3, {"retention.ms": "1000"})
     manager.create_partitions("orders", 5)
+    for plog in manager.topics["orders"].partitions:
+        plog.append(make_batch([b"z" * 10]), now_ms=NOW)
+        plog.counters.bytes_in += 7  # as the server counts its appends
     manager.delete_topic("orders")
+    # A deleted topic's counters stay in the broker's totals (Prometheus counters do not go down).
+    assert manager.deleted_counters.bytes_in == 5 * 7
     manager.close()
     assert info_lines(r"created topic orders \(id \S+\) with 3 partitions and configs retention.ms=1000")
     assert info_lines(r"created partitions 3-4 of topic orders \(now 5 partitions\)")
