@@ -131,6 +131,10 @@ class GroupCoordinator:
         """The in-memory group, for inspection."""
         return self._groups.get(group_id)
 
+    def groups(self) -> list[GroupMetadata]:
+        """Every group of the loaded partitions, for metrics."""
+        return list(self._groups.values())
+
     def tick(self, now_ms: int) -> int | None:
         """Run due timers (session expiry, rebalance timeout, initial delay, pending sync); return the next deadline."""
         self._timers.run_due(now_ms)
@@ -450,6 +454,9 @@ class GroupCoordinator:
 
     def _prepare_rebalance(self, group: GroupMetadata, now_ms: int) -> None:
         """Kafka's prepareRebalance: cancel pending syncs, start waiting for members to (re)join."""
+        # Kafka logs this at INFO ("Preparing to rebalance group ..."); DEBUG here, as the issue asks for rebalances.
+        log.debug("preparing to rebalance group %s in state %s with old generation %d (%d members)",
+                  group.group_id, group.state.value, group.generation_id, len(group.members))
         if group.is_state(GroupState.COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_error(group, E.rebalance_in_progress, now_ms)
         self._timers.cancel(("sync", group.group_id))
@@ -512,6 +519,8 @@ class GroupCoordinator:
             self._schedule_join(group, now_ms, wait_ms)
             return
         group.init_next_generation(now_ms)
+        log.debug("group %s: generation %d with %d members (protocol %s)", group.group_id, group.generation_id,
+                  len(group.members), group.protocol_name)
         if group.is_state(GroupState.EMPTY):
             error = self._store_group(group, {}, now_ms)
             if error != E.none:

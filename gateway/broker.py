@@ -21,11 +21,12 @@ import trio
 from logway.coordinator.producer_ids import ProducerIdManager
 from logway.gateway.config import ServerConfig, parse_properties
 from logway.gateway.groups import GroupService
+from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.security.authorizer import ACL_FILE, Authorizer
 from logway.gateway.security.credentials import CredentialStore
 from logway.storage.checkpoints import write_atomically
 from logway.storage.errors import KafkaStorageError, UnknownTopicOrPartition
-from logway.storage.log_manager import CHECKPOINT_INTERVAL_MS, LogManager
+from logway.storage.log_manager import CHECKPOINT_INTERVAL_MS, LogManager, log_partitions_added
 from logway.storage.partition_log import PartitionLog
 from logway.storage.topic import Topic
 
@@ -66,6 +67,7 @@ class Broker:
         self._acl_write_lock = trio.Lock()
         # None without authorizer.class.name: no authorization at all, as Kafka.
         self.authorizer: Authorizer | None = None
+        self.stats = BrokerStats()  # counters for the metrics endpoint
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -144,6 +146,7 @@ class Broker:
             await trio.sleep(interval)
             try:
                 self.logs.maintenance(now_ms())
+                self.stats.retention_runs += 1
                 if trio.current_time() - last_checkpoint >= CHECKPOINT_INTERVAL_MS / 1000:
                     last_checkpoint = trio.current_time()
                     await trio.to_thread.run_sync(self.logs.write_checkpoints, self.logs.checkpoint_snapshot())
@@ -174,11 +177,22 @@ class Broker:
     async def _compact(self, plog: PartitionLog) -> None:
         try:
             stats = await trio.to_thread.run_sync(plog.compact, now_ms())
-            log.info("compacted %s-%d: %s", plog.topic, plog.partition, stats)
         except Exception:
+            self.stats.compactions_failed += 1
             log.exception("compaction of %s-%d failed", plog.topic, plog.partition)
+            return
         finally:
             plog.finish_compaction()
+        self.stats.compactions += 1
+        self.stats.compaction_segments_cleaned += stats.segments_cleaned
+        self.stats.compaction_bytes_removed += stats.bytes_removed
+        # Kafka's LogCleaner logs a summary per cleaning ("Log cleaner thread 0 cleaned log ... (dirty section
+        # = [x, y])" and its CleanerStats); the same numbers in one line.
+        log.info("compacted %s-%d (offsets %d-%d): %d segments into %d, %d bytes removed (%d -> %d), %d of %d "
+                 "records removed, in %.1f s", plog.topic, plog.partition, stats.first_dirty_offset,
+                 stats.end_offset - 1, stats.segments_cleaned, stats.segments_written, stats.bytes_removed,
+                 stats.bytes_before, stats.bytes_after, stats.records_removed, stats.records_read,
+                 stats.duration_ms / 1000)
 
     # --- topics -----------------------------------------------------------------------------------
 
@@ -226,6 +240,7 @@ class Broker:
                     await trio.to_thread.run_sync(_delete_logs, made)
                 raise
             topic.partitions.extend(made)
+            log_partitions_added(name, current, total_count)
 
     async def alter_topic_config(self, name: str, change: Callable[[dict[str, str]], dict[str, str] | None]) -> None:
         """AlterConfigs on a topic: ``change`` maps the current overrides to the new ones (None: validate only).
@@ -249,8 +264,8 @@ class Broker:
 
     def auto_create_topic(self, name: str) -> None:
         """Create a topic on first use with num.partitions (auto.create.topics.enable), as Kafka does."""
+        log.info("auto-creating topic %s (auto.create.topics.enable, num.partitions=%d)", name, self.config.num_partitions)
         self.logs.create_topic(name, self.config.num_partitions)
-        log.info("auto-created topic %s with %d partitions", name, self.config.num_partitions)
 
     def next_producer_id(self) -> int:
         return self.producer_ids.next_producer_id()
@@ -266,10 +281,12 @@ class Broker:
         event = trio.Event()
         for key in keys:
             self._waiters[key].add(event)
+        self.stats.fetches_waiting += 1
         try:
             with trio.move_on_at(deadline):
                 await event.wait()
         finally:
+            self.stats.fetches_waiting -= 1
             for key in keys:
                 waiters = self._waiters.get(key)
                 if waiters is not None:

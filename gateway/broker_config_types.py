@@ -78,4 +78,4 @@ KAFKA_BROKER_CONFIGS: dict[str, BrokerConfigType] = {
 }
 
 # Logway-only properties Kafka does not have: not listed as broker configs.
-NOT_KAFKA_CONFIGS = frozenset({"cluster.id"})
+NOT_KAFKA_CONFIGS = frozenset({"cluster.id", "metrics.port", "metrics.host"})

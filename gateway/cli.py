@@ -40,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--override", action="append", default=[], metavar="KEY=VALUE",
         help="any broker property, as kafka-server-start's --override; repeatable",
     )
-    serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
+                       help="INFO: topics, recovery, retention and compaction; DEBUG adds group rebalances")
     imp = sub.add_parser("import-kafka-logdir",
                          help="make a stopped Kafka broker's log dir a Logway log dir (copy, or --in-place)")
     imp.add_argument("src", metavar="SRC", help="a log dir of a stopped Apache Kafka broker (has meta.properties)")
@@ -56,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     users.add_argument("--mechanism", action="append", choices=sorted(MECHANISMS),
                        help="SCRAM-SHA-256 and/or SCRAM-SHA-512 (repeatable; default both)")
     users.add_argument("--iterations", type=int, default=4096, help="PBKDF2 iterations (4096-16384)")
-    users.add_argument("--log-level", default="WARNING")
+    users.add_argument("--log-level", default="WARNING", type=str.upper, choices=LOG_LEVELS)
     return parser
 
 
@@ -156,12 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "import-kafka-logdir":
         return import_kafka_logdir(args)
-    level = args.log_level.upper()
-    if level not in LOG_LEVELS:
-        print(f"logway: configuration error: --log-level={args.log_level!r}: expected one of "
-              f"{', '.join(LOG_LEVELS)}", file=sys.stderr)
-        return 2
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "users":
         try:
             return users_command(args)

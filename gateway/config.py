@@ -63,6 +63,10 @@ BROKER_DEFAULTS: dict[str, str] = {
     "authorizer.class.name": "",
     "super.users": "",
     "allow.everyone.if.no.acl.found": "false",
+    # Logway's Prometheus endpoint (gateway/metrics): off at port 0; loopback unless told otherwise, since the
+    # metrics name every topic and consumer group.
+    "metrics.port": "0",
+    "metrics.host": "127.0.0.1",
 }
 
 
@@ -272,6 +276,10 @@ class ServerConfig:
             raise ConfigError(f"max.partitions.per.request={p['max.partitions.per.request']!r}: must be at least 1")
         self._read_connection_limits(p)
         self._read_authorizer(p)
+        self.metrics_port = _int(p, "metrics.port")
+        self.metrics_host = p["metrics.host"].strip()
+        if not 0 <= self.metrics_port <= 65535:
+            raise ConfigError(f"metrics.port={p['metrics.port']!r}: expected a port number (0 = no metrics endpoint)")
         self.log_config = _topic_defaults(p)
         try:
             self.cleaner_config = CleanerConfig.from_broker_properties(p)

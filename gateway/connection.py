@@ -16,6 +16,7 @@ import mmap
 import os
 import socket
 import struct
+import time
 from typing import TYPE_CHECKING
 
 import trio
@@ -57,6 +58,9 @@ class Connection:
     dispatch = staticmethod(dispatch)
     # Who the client is, for the authorizer (Kafka's KafkaPrincipal): set by mTLS or SASL.
     principal = "User:ANONYMOUS"
+    # The API of the request being answered, set by dispatch (-1: none, e.g. a bare SASL token), for metrics.
+    api_key = -1
+    api_version = 0
 
     def __init__(self, broker: Broker, sock: socket.socket, peer: str, memory: RequestMemory,
                  listener: Listener | None = None) -> None:
@@ -294,19 +298,25 @@ class Connection:
         """Before the first request: nothing on PLAINTEXT (TLS connections shake hands here)."""
 
     async def run(self) -> None:
+        record = self.broker.stats.requests.record
         try:
             await self.handshake()
             while True:
                 # No local keeps the frame or the response while waiting for the next request, so an idle
                 # connection's buffer (and a large response) can be freed.
                 frame = await self.read_frame()
+                started = time.perf_counter()
                 self.busy = True
+                self.api_key = -1
                 response = await self.dispatch(self, frame)
                 self.busy = False
                 del frame
                 if response is not None:
                     await self.send_chunks(response)
                     del response
+                if self.api_key >= 0:
+                    # Kafka's RequestMetrics TotalTimeMs: from the request received to its response sent.
+                    record(self.api_key, self.api_version, (time.perf_counter() - started) * 1000)
         except ConnectionClosed:
             pass
         except MalformedRequest as exc:

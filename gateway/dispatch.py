@@ -164,6 +164,7 @@ async def dispatch(conn: Connection, frame: memoryview | bytearray) -> list[Chun
     module = REGISTRY.get(header.api_key)
     if module is None:
         raise MalformedRequest(f"unknown or unsupported api key {header.api_key} ({api_name(header.api_key)})")
+    conn.api_key, conn.api_version = header.api_key, header.api_version  # for the request metrics
     if not module.MIN_VERSION <= header.api_version <= module.MAX_VERSION:
         if header.api_key == api_versions.API_KEY:
             # Kafka answers an ApiVersions request it cannot parse with a v0 response carrying

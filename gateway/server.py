@@ -14,6 +14,7 @@ from logway.gateway.broker import Broker
 from logway.gateway.config import Listener, ServerConfig, canonical_ip
 from logway.gateway.connection import Connection
 from logway.gateway.connection_limits import ConnectionQuotas, expire_idle_connections
+from logway.gateway.metrics.http import open_metrics_listeners, serve_metrics
 from logway.gateway.request_memory import RequestMemory, budget_bytes
 from logway.gateway.security.sasl import SaslSession, sasl_gate
 from logway.gateway.tls_connection import TlsConnection, wrap_server_socket
@@ -51,6 +52,9 @@ async def serve_connections(
     memory = RequestMemory(budget_bytes(config))
     connections: set[Connection] = set()
 
+    stats = broker.stats
+    stats.memory = memory
+
     async def handle(sock: stdlib_socket.socket, ip: str, listener: Listener) -> None:
         try:
             sock.setsockopt(stdlib_socket.IPPROTO_TCP, stdlib_socket.TCP_NODELAY, 1)
@@ -60,9 +64,12 @@ async def serve_connections(
             peer = "?"
         conn = _connection(broker, sock, peer, memory, listener)
         connections.add(conn)
+        stats.connections[listener.name] += 1
+        stats.connections_created[listener.name] += 1
         try:
             await conn.run()
         finally:
+            stats.connections[listener.name] -= 1
             connections.discard(conn)
             quotas.release(ip)
 
@@ -133,12 +140,20 @@ async def _accept(listener: trio.SocketListener) -> stdlib_socket.socket:
 
 
 async def run_broker(
-    broker: Broker, listeners: list[tuple[Listener, trio.SocketListener]], task_status=trio.TASK_STATUS_IGNORED
+    broker: Broker, listeners: list[tuple[Listener, trio.SocketListener]],
+    metrics_listeners: list[trio.SocketListener] | None = None, task_status=trio.TASK_STATUS_IGNORED,
 ):
-    """Serve until cancelled; the caller closes the broker afterwards (a clean shutdown)."""
+    """Serve until cancelled; the caller closes the broker afterwards (a clean shutdown).
+
+    The metrics endpoint (metrics.port) serves ``metrics_listeners``, bound here when not given.
+    """
+    if metrics_listeners is None:
+        metrics_listeners = await open_metrics_listeners(broker.config)
     async with trio.open_nursery() as nursery:
         await nursery.start(broker.run_background)
         await nursery.start(serve_connections, broker, listeners)
+        if metrics_listeners:
+            await nursery.start(serve_metrics, broker, metrics_listeners)
         task_status.started()
 
 
@@ -148,19 +163,27 @@ async def serve(config: ServerConfig) -> None:
     The ports are bound before the log is opened, so a port in use stops start-up before any file is touched.
     """
     listeners = await open_listeners(config)
+    try:
+        metrics_listeners = await open_metrics_listeners(config)
+    except OSError as exc:
+        for _, bound in listeners:
+            await bound.aclose()
+        raise StartupError(f"metrics.port={config.metrics_port}: cannot listen: {exc.strerror or exc}") from exc
     broker = Broker(config)
     try:
         broker.open()
     except (OSError, KafkaError) as exc:  # LogManager.open closed what it had opened
-        for _, bound in listeners:
+        for bound in [b for _, b in listeners] + metrics_listeners:
             await bound.aclose()
         raise StartupError(f"log.dirs={','.join(config.log_dirs)}: cannot open the log: {exc}") from exc
     try:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async with trio.open_nursery() as nursery:
-                await nursery.start(run_broker, broker, listeners)
+                await nursery.start(run_broker, broker, listeners, metrics_listeners)
                 for listener in config.listeners:
                     log.info("listening on %s (advertised as %s)", listener, config.advertised_for(listener.name))
+                if metrics_listeners:
+                    log.info("metrics on http://%s:%d/metrics", config.metrics_host or "0.0.0.0", config.metrics_port)
                 async for signum in signals:
                     log.info("received %s, shutting down", signal.Signals(signum).name)
                     nursery.cancel_scope.cancel()

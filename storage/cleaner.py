@@ -29,6 +29,7 @@ The rules are Kafka's (seed 000, LogCleaner / LogCleanerManager / MemoryRecords.
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 import time
@@ -41,6 +42,7 @@ from typing import Any
 from logway.storage.config import LogConfig
 from logway.storage.errors import InvalidConfig
 from logway.storage.offset_map import OffsetMap
+from logway.storage.progress import Progress
 from logway.storage.segment import CLEANED_SUFFIX, LogSegment
 from logway.wire.batch import (
     ATTRIBUTES_POS,
@@ -54,6 +56,8 @@ from logway.wire.batch import (
     parse_header,
 )
 from logway.wire.records import Record, build_batch, decode_batch, rebuild_batch
+
+log = logging.getLogger(__name__)
 
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"  # Kafka's LogCleanerManager.offsetCheckpointFile
 INT32_MAX = 2**31 - 1
@@ -239,7 +243,8 @@ def clean_log(
     result = CompactionResult(stats)
     omap = OffsetMap(cleaner.map_memory_per_thread, cleaner.io_buffer_load_factor)
     dirty = _segments_between(segments[:-1], cleanable.first_dirty_offset, cleanable.first_uncleanable_offset)
-    _build_offset_map(dirty, cleanable.first_dirty_offset, omap, stats)
+    progress = Progress(log, f"compacting {directory.name}: %s, %d records read so far")
+    _build_offset_map(dirty, cleanable.first_dirty_offset, omap, stats, progress)
     stats.end_offset = omap.latest_offset + 1 if omap.latest_offset >= 0 else cleanable.first_dirty_offset
     if omap.latest_offset < 0:
         stats.duration_ms = (time.monotonic() - started) * 1000
@@ -247,7 +252,7 @@ def clean_log(
     to_clean = [s for s in segments[:-1] if s.base_offset < stats.end_offset]
     try:
         for group in group_segments(to_clean, config.segment_bytes, config.segment_index_bytes, cleanable.first_uncleanable_offset):
-            cleaned = _clean_group(directory, group, omap, config, last_data_offsets, now_ms, stats)
+            cleaned = _clean_group(directory, group, omap, config, last_data_offsets, now_ms, stats, progress)
             result.groups.append(CleanedGroup(tuple(group), cleaned))
     except BaseException:
         discard(result)
@@ -321,10 +326,13 @@ def iter_batches(seg: LogSegment, position: int = 0) -> Iterator[tuple[BatchHead
         position += offset
 
 
-def _build_offset_map(dirty: Sequence[LogSegment], start: int, omap: OffsetMap, stats: CompactionStats) -> None:
+def _build_offset_map(
+    dirty: Sequence[LogSegment], start: int, omap: OffsetMap, stats: CompactionStats, progress: Progress
+) -> None:
     """Kafka's buildOffsetMap: key -> latest offset from ``start`` on, whole batches, until the map is full."""
     for seg in dirty:
         for header, raw in iter_batches(seg, seg.offset_index.lookup(start)):
+            progress.update("building the offset map", stats.map_records_read)
             if header.last_offset < start:
                 continue
             if not header.is_control and header.records_count:
@@ -346,6 +354,7 @@ def _clean_group(
     last_data_offsets: Mapping[int, int],
     now_ms: int,
     stats: CompactionStats,
+    progress: Progress,
 ) -> LogSegment:
     """Copy the retained batches of ``group`` into ``<first base>.log.cleaned`` and fsync it (Kafka's cleanSegments)."""
     cleaned = LogSegment(directory, group[0].base_offset, config, created_ms=now_ms, suffix=CLEANED_SUFFIX)
@@ -357,6 +366,7 @@ def _clean_group(
             stats.segments_cleaned += 1
             stats.bytes_before += seg.size
             for header, raw in iter_batches(seg):
+                progress.update("writing cleaned segments", stats.map_records_read + stats.records_read)
                 out = _filter_batch(header, raw, omap, config, last_data_offsets, now_ms, stats)
                 if out is None:
                     continue

@@ -45,7 +45,8 @@ from logway.storage.errors import (
     UnknownTopicOrPartition,
 )
 from logway.storage.open_files import OPEN_SEGMENTS
-from logway.storage.partition_log import PartitionLog, RecoveryLoss
+from logway.storage.partition_log import PartitionCounters, PartitionLog, RecoveryLoss
+from logway.storage.progress import Progress
 from logway.storage.topic import Topic, collision_key, decode_topic_id, encode_topic_id, validate_topic_name
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"  # Kafka's CleanShutdownFileHandler
@@ -83,6 +84,9 @@ class LogManager:
         self._clock = clock_ms or _wall_clock_ms
         self._pending_deletes: list[tuple[int, PartitionLog]] = []
         self.recovery_loss = RecoveryLoss()  # summed over every log loaded; read by metrics
+        self.recovered_bytes = 0  # bytes recovery scanned batch by batch at start-up; read by metrics
+        # The counters of deleted topics' partitions, so broker-wide totals never go down (read by metrics).
+        self.deleted_counters = PartitionCounters()
         self._locks: list[int] = []  # descriptors of the held .lock files
         # Topics whose partitions are being made (possibly on a worker thread); not visible to clients yet.
         self.creating: dict[str, Topic] = {}
@@ -120,10 +124,24 @@ class LogManager:
         recovery_points = read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
         start_offsets = read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
         cleaner_offsets = read_checkpoint(log_dir / CLEANER_OFFSET_CHECKPOINT)
-        for entry in sorted(os.listdir(log_dir)):
+        entries = sorted(e for e in os.listdir(log_dir) if (log_dir / e).is_dir())
+        # Kafka's LogManager.loadLogs: "Skipping recovery of N logs ... since clean shutdown file was found" or
+        # "Recovering N logs ... since no clean shutdown file was found", then "Loaded N logs in X ms".
+        log.info("loading %d partition directories from %s (%s)", len(entries), log_dir,
+                 "clean shutdown: recovery skipped" if clean else "no clean shutdown file: recovering unflushed segments")
+        started = time.monotonic()
+        loaded = scanned = 0
+        loss = RecoveryLoss()
+        progress = Progress(log, "loading %s: %d of %d partition directories, %d bytes scanned by recovery so far")
+
+        def recovered(size: int) -> None:  # after each segment recovery scanned: a long one reports progress too
+            nonlocal scanned
+            scanned += size
+            progress.update(log_dir, loaded, len(entries), scanned)
+
+        for entry in entries:
+            progress.update(log_dir, loaded, len(entries), scanned)
             path = log_dir / entry
-            if not path.is_dir():
-                continue
             if entry.endswith(DELETE_DIR_SUFFIX):
                 shutil.rmtree(path, ignore_errors=True)
                 continue
@@ -148,8 +166,15 @@ class LogManager:
                 cleaner_offset=cleaner_offsets.get(parsed),
                 cleaner_config=self.cleaner_config,
                 on_offline=self._log_dir_failed,
+                on_recovered=recovered,
             )
             self.recovery_loss.add(plog.recovery_loss)
+            self.recovered_bytes += plog.recovered_bytes
+            loss.add(plog.recovery_loss)
+            loaded += 1
+        log.info("loaded %d partitions from %s in %.2f s: recovery scanned %d bytes, truncated %d segments "
+                 "(%d bytes dropped)", loaded, log_dir, time.monotonic() - started, scanned, loss.truncations,
+                 loss.bytes_dropped)
 
     def _assemble_topics(
         self, found: dict[str, dict[int, PartitionLog]], metadata: dict[str, tuple[uuid.UUID, dict[str, str]]],
@@ -322,6 +347,9 @@ class LogManager:
         """Make a topic whose partitions are all made visible to clients."""
         del self.creating[topic.name]
         self.topics[topic.name] = topic
+        overrides = ", ".join(f"{k}={v}" for k, v in sorted(topic.overrides.items()))
+        log.info("created topic %s (id %s) with %d partitions%s", topic.name, encode_topic_id(topic.topic_id),
+                 len(topic.partitions), f" and configs {overrides}" if overrides else "")
 
     def abort_topic(self, topic: Topic) -> None:
         """Give up a topic being created: delete what was made and free its name."""
@@ -334,6 +362,7 @@ class LogManager:
         topic = self.check_new_partition_count(name, total_count)
         current = len(topic.partitions)
         topic.partitions.extend(self.make_partitions(topic, current, self.place_partitions(total_count - current)))
+        log_partitions_added(name, current, total_count)
 
     def check_new_partition_count(self, name: str, total_count: int) -> Topic:
         """The topic, if ``total_count`` is a valid new partition count for it (Kafka's CreatePartitions checks)."""
@@ -351,8 +380,11 @@ class LogManager:
         del self.topics[name]
         now = self._clock()
         for plog in topic.partitions:
+            self.deleted_counters.add(plog.counters)
             plog.rename_dir(plog.dir.with_name(f"{plog.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"))
             self._pending_deletes.append((now + plog.config.file_delete_delay_ms, plog))
+        log.info("deleted topic %s and its %d partitions (their directories are removed after file.delete.delay.ms)",
+                 name, len(topic.partitions))
 
     def alter_config(self, name: str, overrides: Mapping[str, str]) -> None:
         """Replace a topic's config overrides (AlterConfigs semantics) and apply them to its logs."""
@@ -389,6 +421,7 @@ class LogManager:
         due = [plog for deadline, plog in self._pending_deletes if deadline <= now and not plog.compacting]
         self._pending_deletes = [(d, p) for d, p in self._pending_deletes if d > now or p.compacting]
         for plog in due:
+            log.debug("removing %s (deleted topic)", plog.dir)
             plog.delete()
 
     def flush_due(self, now_ms: int) -> list[PartitionLog]:
@@ -472,6 +505,11 @@ class LogManager:
             path, topic.name, partition, topic.config, clock_ms=self._clock, cleaner_config=self.cleaner_config,
             on_offline=self._log_dir_failed,
         )
+
+
+def log_partitions_added(topic: str, current: int, total: int) -> None:
+    """The operator's line for CreatePartitions."""
+    log.info("created partitions %d-%d of topic %s (now %d partitions)", current, total - 1, topic, total)
 
 
 def _parse_partition_dir(name: str) -> tuple[str, int] | None:

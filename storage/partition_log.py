@@ -107,6 +107,24 @@ class RecoveryLoss:
         self.segments_deleted += other.segments_deleted
 
 
+@dataclass(slots=True)
+class PartitionCounters:
+    """Counts since the broker started, for its metrics: traffic the server counts (bytes and messages in
+    through Produce, bytes out through Fetch), and what retention removed, counted here."""
+
+    bytes_in: int = 0
+    messages_in: int = 0
+    bytes_out: int = 0
+    produce_requests: int = 0
+    fetch_requests: int = 0
+    segments_deleted: int = 0  # by retention, DeleteRecords or the log start offset
+    bytes_deleted: int = 0
+
+    def add(self, other: PartitionCounters) -> None:
+        for name in self.__slots__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
 @dataclass(frozen=True, slots=True)
 class ReadResult:
     """A contiguous slice of one segment file holding whole batches, ready for os.sendfile."""
@@ -135,9 +153,11 @@ class PartitionLog:
         cleaner_offset: int | None = None,
         cleaner_config: CleanerConfig | None = None,
         on_offline: Callable[[PartitionLog], None] | None = None,
+        on_recovered: Callable[[int], None] | None = None,
     ) -> None:
         self.dir = Path(directory)
         self._on_offline = on_offline  # the log manager takes the whole log dir offline
+        self._on_recovered = on_recovered  # told the bytes of each segment recovery scanned (progress lines)
         self.topic = topic
         self.partition = partition
         self.config = config
@@ -156,6 +176,8 @@ class PartitionLog:
         self._segments: tuple[LogSegment, ...] = ()
         self._bases: tuple[int, ...] = ()
         self.recovery_loss = RecoveryLoss()  # what loading had to remove
+        self.recovered_bytes = 0  # bytes of the segments loading had to scan (recover) batch by batch
+        self.counters = PartitionCounters()
         self._load(recovery_point, log_start_offset, clean_shutdown)
 
     # -- offsets ---------------------------------------------------------------------------------
@@ -249,6 +271,9 @@ class PartitionLog:
                 if i < first_unflushed and seg.load_indexes() and seg.load_tail():
                     continue
                 truncated = seg.recover()
+                self.recovered_bytes += seg.size + truncated
+                if self._on_recovered is not None:
+                    self._on_recovered(seg.size + truncated)
                 if not truncated:
                     continue
                 # Kafka's LogLoader.recoverLog: an invalid batch ends the log; later segments go.
@@ -662,28 +687,44 @@ class PartitionLog:
         doomed: list[LogSegment] = []
         # Kafka's deleteLogStartOffsetBreachedSegments, whatever the cleanup policy: a segment whose
         # successor starts at or below the log start offset (moved by DeleteRecords) holds nothing readable.
+        reasons: list[str] = []  # what made segments go, for the log line
         while len(segments) > 1 and segments[1].base_offset <= self._log_start_offset:
             doomed.append(segments.pop(0))
+        if doomed:
+            reasons.append("the log start offset")
         if not cfg.delete_enabled:
-            return self._drop_segments(doomed, segments, now_ms)
+            return self._drop_segments(doomed, segments, now_ms, reasons)
         if cfg.retention_ms >= 0:
+            before = len(doomed)
             while len(segments) > 1 and now_ms - _largest_timestamp(segments[0]) > cfg.retention_ms:
                 doomed.append(segments.pop(0))
+            if len(doomed) > before:
+                reasons.append(f"retention.ms={cfg.retention_ms}")
         if cfg.retention_bytes >= 0:
+            before = len(doomed)
             excess = sum(s.size for s in segments) - cfg.retention_bytes
             while len(segments) > 1 and excess - segments[0].size >= 0:
                 excess -= segments[0].size
                 doomed.append(segments.pop(0))
-        return self._drop_segments(doomed, segments, now_ms)
+            if len(doomed) > before:
+                reasons.append(f"retention.bytes={cfg.retention_bytes}")
+        return self._drop_segments(doomed, segments, now_ms, reasons)
 
-    def _drop_segments(self, doomed: list[LogSegment], segments: list[LogSegment], now_ms: int) -> int:
+    def _drop_segments(self, doomed: list[LogSegment], segments: list[LogSegment], now_ms: int,
+                       reasons: list[str]) -> int:
         """Keep ``segments``, schedule ``doomed`` (the oldest ones) for deletion; returns how many went."""
         if doomed:
+            removed = sum(seg.size for seg in doomed)
+            self.counters.segments_deleted += len(doomed)
+            self.counters.bytes_deleted += removed
             self._set_segments(tuple(segments))
             self._log_start_offset = max(self._log_start_offset, segments[0].base_offset)
             for seg in doomed:
                 self._schedule_delete(seg, now_ms)
             self._producers.delete_snapshots(below=segments[0].base_offset)
+            # Kafka logs each deleted segment and "Incremented log start offset to ..."; one line per run here.
+            log.info("%s-%d: deleted %d segments (%d bytes) past %s; log start offset %d", self.topic, self.partition,
+                     len(doomed), removed, " and ".join(reasons), self._log_start_offset)
         return len(doomed)
 
     def delete_records_before(self, offset: int) -> int:

@@ -23,8 +23,10 @@ import uuid
 
 import trio
 
+from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.security.authorizer import Operation
 from logway.storage.errors import UnknownTopicOrPartition
+from logway.storage.partition_log import PartitionLog
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.fetch import FetchPartitionResult, FetchTopicResult, FileSlice, encode_fetch_response
 
@@ -42,14 +44,16 @@ class _Denied(str):
     """A topic name the principal may not read (its partitions answer TOPIC_AUTHORIZATION_FAILED)."""
 
 
-def _collect(ctx, request, names: list[str | None]) -> tuple[list[FetchTopicResult], int, bool]:
-    """One pass over the requested partitions: (topics, bytes found, any error)."""
+def _collect(ctx, request, names: list[str | None], reads: list[tuple[PartitionLog, int]]) -> tuple[list[FetchTopicResult], int, bool]:
+    """One pass over the requested partitions: (topics, bytes found, any error); ``reads`` gets (log, bytes)
+    of each partition read."""
     broker = ctx.broker
     remaining = request.max_bytes
     min_one = True
     total = 0
     error = False
     topics = []
+    reads.clear()
     for topic, name in zip(request.topics, names, strict=True):
         results = []
         info = broker.logs.topics.get(name) if name is not None else None
@@ -76,7 +80,7 @@ def _collect(ctx, request, names: list[str | None]) -> tuple[list[FetchTopicResu
                 error = True
                 continue
             except Exception as exc:  # OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, KAFKA_STORAGE_ERROR, ...
-                result.error_code = _error_code(exc, name, p.partition, p.fetch_offset)
+                result.error_code = _error_code(exc, name, p.partition, p.fetch_offset, broker.stats)
                 result.aborted_transactions = None
                 error = True
                 continue
@@ -86,6 +90,7 @@ def _collect(ctx, request, names: list[str | None]) -> tuple[list[FetchTopicResu
             result.log_start_offset = plog.log_start_offset
             if request.isolation_level == READ_COMMITTED:
                 result.aborted_transactions = []
+            reads.append((plog, read.size if read is not None else 0))
             if read is not None and read.size:
                 result.records = FileSlice(read.fd, read.position, read.size)
                 total += read.size
@@ -98,11 +103,16 @@ def _collect(ctx, request, names: list[str | None]) -> tuple[list[FetchTopicResu
     return topics, total, error
 
 
-def _error_code(exc: Exception, topic: str, partition: int, offset: int) -> int:
-    """The partition's error code; storage faults are logged (Kafka logs them in readFromLog)."""
+def _error_code(exc: Exception, topic: str, partition: int, offset: int, stats: BrokerStats) -> int:
+    """The partition's error code; storage faults are logged (Kafka logs them in readFromLog) and counted."""
+    if isinstance(exc, KafkaError) and exc.error_code == ErrorCode.offset_out_of_range:
+        return exc.error_code
+    # Kafka's FailedFetchRequestsPerSec: readFromLog failures other than the client's own mistakes.
+    stats.failed_fetch_requests += 1
     if isinstance(exc, KafkaError):
-        if exc.error_code != ErrorCode.offset_out_of_range:
-            log.error("Fetch of %s-%d at offset %d failed: %s", topic, partition, offset, exc)
+        if exc.error_code in (ErrorCode.kafka_storage_error, ErrorCode.corrupt_message):
+            stats.storage_errors["read"] += 1
+        log.error("Fetch of %s-%d at offset %d failed: %s", topic, partition, offset, exc)
         return exc.error_code
     log.exception("Fetch of %s-%d at offset %d failed unexpectedly", topic, partition, offset)
     return ErrorCode.unknown_server_error
@@ -123,9 +133,13 @@ async def handle(ctx, request):
     if denied:
         names = [_Denied(n) if n in denied else n for n in names]
         keys = [k for k in keys if k[0] not in denied]
+    reads: list[tuple[PartitionLog, int]] = []
     while True:
-        topics, total, error = _collect(ctx, request, names)
+        topics, total, error = _collect(ctx, request, names, reads)
         if total >= request.min_bytes or error or not keys or trio.current_time() >= deadline:
             break
         await broker.wait_for_append(keys, deadline)
+    for plog, size in reads:  # Kafka's BytesOutPerSec and TotalFetchRequestsPerSec, for the answer sent
+        plog.counters.fetch_requests += 1
+        plog.counters.bytes_out += size
     return encode_fetch_response(ctx.version, ctx.header.correlation_id, topics)

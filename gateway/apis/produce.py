@@ -18,6 +18,7 @@ import logging
 import trio
 
 from logway.gateway.broker import now_ms
+from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.security.authorizer import Operation
 from logway.storage.errors import UnknownTopicOrPartition
 from logway.wire.batch import LENGTH_POS, LOG_OVERHEAD, MAGIC_POS, MAGIC_V2
@@ -55,6 +56,13 @@ def _check_one_v2_batch(records: memoryview | None, version: int) -> None:
                          "batch per partition", ErrorCode.invalid_record)
 
 
+def _count_failure(stats: BrokerStats, exc: KafkaError) -> None:
+    """Kafka's FailedProduceRequestsPerSec (an append that failed), and storage errors by themselves."""
+    stats.failed_produce_requests += 1
+    if exc.error_code == ErrorCode.kafka_storage_error:
+        stats.storage_errors["append"] += 1
+
+
 async def handle(ctx, _request):
     request = decode_produce_request(ctx.frame, ctx.body_pos, ctx.version)
     broker = ctx.broker
@@ -84,6 +92,7 @@ async def handle(ctx, _request):
             try:
                 _check_one_v2_batch(part.records, ctx.version)
                 plog = broker.partition(name, part.index)
+                plog.counters.produce_requests += 1
                 result = plog.append(part.records, now_ms=now)
                 if result.flush_needed:
                     # flush.messages reached: Kafka flushes before acknowledging; fsync runs off the event loop.
@@ -96,8 +105,12 @@ async def handle(ctx, _request):
             except KafkaError as exc:
                 partitions_out.append(ProducePartitionResult(part.index, exc.error_code, error_message=str(exc)))
                 failures.append((name, part.index, exc))
+                _count_failure(broker.stats, exc)
                 continue
             if not result.duplicate:
+                # Kafka's BytesInPerSec / MessagesInPerSec: what was appended (ReplicaManager.appendToLocalLog).
+                plog.counters.bytes_in += len(part.records)
+                plog.counters.messages_in += result.last_offset - result.base_offset + 1
                 broker.notify_append(name, part.index)
             partitions_out.append(ProducePartitionResult(
                 part.index, ErrorCode.none, result.base_offset, result.log_append_time_ms, result.log_start_offset,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 from coordinator_harness import Cluster, subscription
@@ -364,3 +365,12 @@ def test_pending_member_leaving_lets_the_rebalance_complete(cluster: Cluster) ->
     assert pending.error == E.member_id_required and not rejoin.done
     cluster.leave("g", MemberIdentity(pending.value.member_id))
     assert rejoin.value.generation_id == generation + 1
+
+
+def test_rebalances_are_logged_at_debug(cluster: Cluster, caplog) -> None:
+    caplog.set_level(logging.DEBUG, logger="logway.coordinator")
+    cluster.join_new("g")
+    cluster.advance(3000)
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    assert "preparing to rebalance group g in state Empty with old generation 0 (1 members)" in messages
+    assert "group g: generation 1 with 1 members (protocol range)" in messages
