@@ -92,7 +92,7 @@ class SaslSession:
             before, after = (p.replace(":", ".", 1) for p in (self.previous[1], principal))
             raise SaslFailed(f"Cannot change principals during re-authentication from {before}: {after}")
         self.previous = None
-        self.lifetime_ms = max(0, self.security.reauth_ms)
+        self.lifetime_ms = max(0, self.security.reauth_ms.get(self.mechanism or "", 0))
         self.expires_at = time.monotonic() + self.lifetime_ms / 1000 if self.lifetime_ms else None
 
 

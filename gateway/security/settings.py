@@ -45,6 +45,7 @@ SECURITY_DEFAULTS: dict[str, str] = {
 }
 _LISTENER_KEY = re.compile(r"listener\.name\.([^.]+)\.(.+)")
 _JAAS_KEY = re.compile(r"([a-z0-9\-]+)\.sasl\.jaas\.config")
+_MECHANISM_REAUTH_KEY = re.compile(r"([a-z0-9\-]+)\.connections\.max\.reauth\.ms")
 # Kafka (Java) names TLS 1.2 suites by their IANA names; OpenSSL by its own. The AEAD suites a Kafka
 # deployment lists; other names are passed to OpenSSL as they are.
 _IANA_SUITES = {
@@ -68,7 +69,8 @@ def is_listener_security_key(key: str) -> bool:
     if match is None:
         return False
     rest = match.group(2)
-    return rest in SECURITY_DEFAULTS or _JAAS_KEY.fullmatch(rest) is not None
+    return rest in SECURITY_DEFAULTS or _JAAS_KEY.fullmatch(rest) is not None or \
+        _MECHANISM_REAUTH_KEY.fullmatch(rest) is not None
 
 
 @dataclass
@@ -80,8 +82,9 @@ class ListenerSecurity:
     mechanisms: tuple[str, ...] = ()
     plain_users: dict[str, str] = field(default_factory=dict)
     sasl_max_receive: int = 524288
-    # KIP-368: a SASL session lasts this long, then the client must re-authenticate (0: forever, Kafka's default).
-    reauth_ms: int = 0
+    # KIP-368, by mechanism: a SASL session lasts this long, then the client must re-authenticate (0: forever,
+    # Kafka's default).
+    reauth_ms: dict[str, int] = field(default_factory=dict)
     # ssl.principal.mapping.rules: the mTLS subject DN -> the principal name.
     principal_mapper: PrincipalMapper = field(default_factory=lambda: PrincipalMapper("DEFAULT"))
 
@@ -122,7 +125,12 @@ def listener_security(props: dict[str, str], name: str, protocol: str) -> Listen
                 f"{', '.join(SUPPORTED_MECHANISMS)} (not {', '.join(unsupported) or 'an empty list'})")
         out.mechanisms = mechanisms
         out.sasl_max_receive = _integer(get, "sasl.server.max.receive.size")
-        out.reauth_ms = _integer(get, "connections.max.reauth.ms")
+        # connections.max.reauth.ms, or per listener (listener.name.<l>.connections.max.reauth.ms) and mechanism
+        # (listener.name.<l>.<mechanism>.connections.max.reauth.ms), as Kafka's SaslChannelBuilder reads it.
+        for mechanism in mechanisms:
+            value = props.get(f"{prefix}{mechanism.lower()}.connections.max.reauth.ms",
+                              get("connections.max.reauth.ms")).strip()
+            out.reauth_ms[mechanism] = _integer(lambda _key, v=value: v, "connections.max.reauth.ms")
         if "PLAIN" in mechanisms:
             key = prefix + "plain.sasl.jaas.config"
             jaas = props.get(key, props.get("sasl.jaas.config", ""))
