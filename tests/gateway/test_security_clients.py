@@ -381,6 +381,22 @@ def test_session_lifetime_and_expired_session_is_closed(gateway):
         assert _sasl_plain(s, b"alice", b"alice-secret")[-8:] == struct.pack(">q", 0)
 
 
+def test_reauthentication_must_keep_the_mechanism_and_principal(gateway):
+    with socket.create_connection(("127.0.0.1", gateway.ports["REAUTH"]), timeout=5) as s:
+        assert _sasl_plain(s, b"alice", b"alice-secret")[:2] == b"\0\0"
+        assert _sasl_plain(s, b"alice", b"alice-secret")[:2] == b"\0\0"  # a re-authentication
+        s.sendall(_frame(3, 1, struct.pack(">i", -1)))
+        assert _response(s)
+        # Kafka allows one re-authentication a second; a SaslHandshake sooner is refused, the connection stays.
+        s.sendall(_frame(17, 1, struct.pack(">h", 5) + b"PLAIN"))
+        assert struct.unpack_from(">h", _response(s))[0] == 34  # ILLEGAL_SASL_STATE
+        time.sleep(1.0)
+        body = _sasl_plain(s, b"admin", b"admin-secret")
+        assert struct.unpack_from(">h", body)[0] == 58  # SASL_AUTHENTICATION_FAILED
+        assert b"Cannot change principals during re-authentication from User.alice: User.admin" in body
+        assert _closed(s)
+
+
 def test_reauthentication_checks_the_credentials_again(gateway, certs):
     # A SCRAM user deleted while connected: the next re-authentication fails and the connection is closed.
     # (librdkafka re-authenticates too, KIP-368 since 2.2.)
