@@ -496,3 +496,43 @@ def test_gateway_still_serves_after_everything(gateway, certs):
     assert gateway.alive()
     AdminClient(_rdkafka_conf(gateway, certs, "SASL_SSL", "SCRAM-SHA-512")).list_topics(timeout=10)
     assert "internal error" not in gateway.log.read_text() and "Traceback" not in gateway.log.read_text()
+
+
+@needs_kcat
+def test_readme_security_example_starts_and_serves(certs, tmp_path):
+    # The README's server.properties, with this test's files and free ports, serves SCRAM over SASL_SSL and
+    # mTLS (the mapped principal, alice) to kcat.
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Security: TLS and SASL"):]
+    start = section.index("```\n") + 4
+    example = section[start:section.index("\n```", start)]
+    assert "listeners=SASL_SSL://" in example
+    ports = {port: str(_free_port()) for port in ("9092", "9093", "9094", "9095")}
+    files = {"/etc/logway/server.pem": certs["server_encrypted"], "/etc/logway/ca.pem": certs["ca"],
+             "/var/lib/logway": str(tmp_path / "data")}
+    for old, new in [*files.items(), *((f"127.0.0.1:{p}", f"127.0.0.1:{n}") for p, n in ports.items())]:
+        example = example.replace(old, new)
+    config = tmp_path / "server.properties"
+    config.write_text(example + "\n")
+    subprocess.run([sys.executable, "-m", "logway.gateway", "users", "add", "--config", str(config), "--user", "alice",
+                    "--password", "alice-secret"], check=True, timeout=60)
+    proc = subprocess.Popen([sys.executable, "-m", "logway.gateway", "serve", "--config", str(config)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        scram = {"bootstrap.servers": f"127.0.0.1:{ports['9094']}", "security.protocol": "SASL_SSL",
+                 "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "alice", "sasl.password": "alice-secret",
+                 "ssl.ca.location": certs["ca"]}
+        for _ in range(20):
+            out = _kcat(scram, "-L", "-m", "1")
+            if out.returncode == 0 or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert out.returncode == 0, out.stderr
+        mtls = {"bootstrap.servers": f"127.0.0.1:{ports['9093']}", "security.protocol": "SSL",
+                "ssl.ca.location": certs["ca"], "ssl.certificate.location": certs["client"],
+                "ssl.key.location": certs["client_key"]}
+        assert _kcat(mtls, "-L", "-m", "5").returncode == 0
+    finally:
+        proc.terminate()
+        _, stderr = proc.communicate(timeout=30)
+    assert "Traceback" not in stderr, stderr
