@@ -397,6 +397,53 @@ def test_reauthentication_must_keep_the_mechanism_and_principal(gateway):
         assert _closed(s)
 
 
+def _authenticate(s: socket.socket, token: bytes) -> tuple[int, bytes, bytes]:
+    """One SaslAuthenticate v1: (error code, the whole response body, auth bytes)."""
+    s.sendall(_frame(36, 1, struct.pack(">i", len(token)) + token))
+    body = _response(s)
+    error, msg_len = struct.unpack_from(">hh", body)
+    pos = 4 + max(msg_len, 0)
+    (n,) = struct.unpack_from(">i", body, pos)
+    return error, body, body[pos + 4:pos + 4 + n]
+
+
+def _sasl_scram256(s: socket.socket, user: str, password: str) -> tuple[int, bytes]:
+    """SaslHandshake + a SCRAM-SHA-256 exchange as a client does it (RFC 5802); (error code, last response)."""
+    import base64
+    import hashlib
+    import hmac
+    import secrets
+
+    s.sendall(_frame(17, 1, struct.pack(">h", 13) + b"SCRAM-SHA-256"))
+    _response(s)
+    first = f"n={user},r={secrets.token_urlsafe(18)}"
+    error, body, server_first = _authenticate(s, b"n,," + first.encode())
+    if error:
+        return error, body
+    attrs = dict(part.split("=", 1) for part in server_first.decode().split(","))
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), base64.b64decode(attrs["s"]), int(attrs["i"]))
+    client_key = hmac.digest(salted, b"Client Key", "sha256")
+    without_proof = f"c=biws,r={attrs['r']}"
+    auth = f"{first},{server_first.decode()},{without_proof}".encode()
+    signature = hmac.digest(hashlib.sha256(client_key).digest(), auth, "sha256")
+    proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature, strict=True))).decode()
+    error, body, _ = _authenticate(s, f"{without_proof},p={proof}".encode())
+    return error, body
+
+
+def test_reauthentication_of_a_deleted_user_fails(gateway):
+    store = CredentialStore(gateway.data)
+    store.set("to-delete", "SCRAM-SHA-256", "pw-secret")
+    with socket.create_connection(("127.0.0.1", gateway.ports["REAUTH"]), timeout=5) as s:
+        assert _sasl_scram256(s, "to-delete", "pw-secret")[0] == 0
+        assert _sasl_scram256(s, "to-delete", "pw-secret")[0] == 0  # re-authenticated while the user exists
+        store.delete("to-delete")
+        time.sleep(1.0)  # one re-authentication a second
+        error, body = _sasl_scram256(s, "to-delete", "pw-secret")
+        assert error == 58 and b"invalid credentials with SASL mechanism SCRAM-SHA-256" in body
+        assert _closed(s)
+
+
 def test_reauthentication_checks_the_credentials_again(gateway, certs):
     # A SCRAM user deleted while connected: the next re-authentication fails and the connection is closed.
     # (librdkafka re-authenticates too, KIP-368 since 2.2.)
