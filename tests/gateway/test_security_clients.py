@@ -322,6 +322,31 @@ def test_java_client_on_every_listener_and_mechanism(gateway, certs, tmp_path_fa
     assert out == [f"OK {c} produced=20 consumed=20 committed=20" for c in confs]
 
 
+def test_java_client_errors(gateway, certs, tmp_path_factory):
+    # A wrong password, TLS to the plaintext port, an expired server certificate: Kafka's exceptions, nothing served.
+    tmp = tmp_path_factory.getbasetemp()
+    short = "request.timeout.ms=3000\ndefault.api.timeout.ms=5000\nreconnect.backoff.max.ms=200\n"
+    wrong = Path(_java_conf(tmp / "wrong.properties", gateway, certs, "SASL_SSL", "SCRAM-SHA-512",
+                            password="wrong"))
+    tls_on_plain = Path(_java_conf(tmp / "tls-on-plain.properties", gateway, certs, "SSL", None))
+    expired = Path(_java_conf(tmp / "expired.properties", gateway, certs, "EXPIRED", None))
+    for path, text in ((wrong, wrong.read_text()),
+                       (tls_on_plain, tls_on_plain.read_text().replace(gateway.bootstrap("SSL"),
+                                                                       gateway.bootstrap("PLAINTEXT"))),
+                       (expired, expired.read_text())):
+        path.write_text(text + short)
+    out = _java_client(tmp, "roundtrip", f"java-err-{uuid.uuid4().hex[:6]}", str(wrong), str(tls_on_plain),
+                       str(expired)).splitlines()
+    assert out[0].startswith(f"FAIL {wrong}") and ("SaslAuthenticationException: Authentication failed during "
+                                                   "authentication due to invalid credentials with SASL mechanism "
+                                                   "SCRAM-SHA-512") in out[0], out[0]
+    # The gateway closes the connection on the ClientHello (a frame size past socket.request.max.bytes), as
+    # Kafka does; the Java client takes that as a lost connection and retries until its timeout, as with Kafka.
+    assert out[1].startswith(f"FAIL {tls_on_plain}") and "TimeoutException" in out[1], out[1]
+    assert out[2].startswith(f"FAIL {expired}") and "SslAuthenticationException" in out[2], out[2]
+    assert gateway.alive()
+
+
 def test_java_client_reauthenticates_transparently(gateway, certs, tmp_path_factory):
     # connections.max.reauth.ms=2000 on REAUTH: the client re-authenticates at 85-95% of each session and keeps
     # producing and consuming; the broker would close a connection that let its session lapse.
