@@ -42,6 +42,7 @@ pipeline: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m bench $(BENCH_ARGS)
+	$(BIN)/python -m bench.tls $(BENCH_TLS_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

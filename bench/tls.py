@@ -1,6 +1,7 @@
 """TLS and SASL cost, measured against a `logway serve` process: produce and consume MB/s with confluent-kafka
-over PLAINTEXT, SSL and SASL_SSL, and new SASL_SSL connections per second (TLS handshake + SASL PLAIN or
-SCRAM-SHA-256, then close). Bounded: a fixed record count and connection count.
+over PLAINTEXT, SSL and SASL_SSL (and the SSL/PLAINTEXT ratios), new SASL_SSL connections per second (TLS
+handshake + SASL PLAIN or SCRAM-SHA-256, then close), and Tansu over TLS when its --cert/--key work. `make
+bench` runs it after the main bench. Bounded: a fixed record count and connection count.
 
     .venv/bin/python -m bench.tls [--records 50000] [--size 1024] [--connections 200]
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
+from bench.peer import tansu_binary
 from bench.procs import REPO, free_port, recv_exact
 
 sys.path.insert(0, str(REPO / "tests" / "gateway"))
@@ -81,13 +83,16 @@ def throughput(conf: dict, topic: str, records: int, size: int) -> tuple[float, 
     produce_s = time.perf_counter() - t0
     consumer = Consumer({**conf, "group.id": "bench-tls", "enable.auto.commit": False, "fetch.max.bytes": 52428800})
     consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-    got, t0 = 0, time.perf_counter()
-    while got < records and time.perf_counter() - t0 < 120:
-        got += sum(1 for m in consumer.consume(10000, 1.0) if m.error() is None)
+    # Timed from the first records received, so the consumer's start-up (connections, metadata) is not in it.
+    got, first, start, t0 = 0, 0, time.perf_counter(), 0.0
+    while got < records and time.perf_counter() - start < 120:
+        batch = sum(1 for m in consumer.consume(500, 1.0) if m.error() is None)
+        if batch and not t0:
+            t0, first = time.perf_counter(), batch
+        got += batch
     consume_s = time.perf_counter() - t0
     consumer.close()
-    mb = records * size / 1e6
-    return mb / produce_s, mb / consume_s
+    return records * size / 1e6 / produce_s, (got - first) * size / 1e6 / consume_s
 
 
 def _frame(api_key: int, version: int, body: bytes, correlation: int) -> bytes:
@@ -130,6 +135,41 @@ def sasl_connect(port: int, context: ssl.SSLContext, mechanism: str) -> None:
         _authenticate(s, f"{without_proof},p={proof}".encode())
 
 
+def tansu_tls(d: Path, certs: dict, records: int, size: int) -> tuple[float, float, float, float] | str:
+    """Tansu's produce/consume MB/s over TLS and over plaintext, or why they could not be measured."""
+    pem = Path(certs["server"]).read_text()
+    cert, key = d / "tansu-cert.pem", d / "tansu-key.pem"
+    cert.write_text(pem.split("-----END CERTIFICATE-----")[0] + "-----END CERTIFICATE-----\n")
+    key.write_text(pem[pem.index("-----BEGIN PRIVATE KEY-----"):])
+    try:
+        binary = tansu_binary()
+    except Exception as exc:  # noqa: BLE001 (no peer: say so, measure Logway anyway)
+        return f"no Tansu binary ({exc})"
+    figures = []
+    for tls in (True, False):
+        port = free_port()
+        url = f"tcp://127.0.0.1:{port}"
+        cmd = [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
+               "--storage-engine", "memory://tansu/"] + (["--cert", str(cert), "--key", str(key)] if tls else [])
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(1.0)
+            if proc.poll() is not None:
+                return f"tansu {' '.join(cmd[1:2] + cmd[-4:])} exited: " + proc.stderr.read().strip().splitlines()[0]
+            if tls:
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=3) as raw:
+                        ssl.create_default_context(cafile=certs["ca"]).wrap_socket(raw, server_hostname="127.0.0.1")
+                except (OSError, ssl.SSLError) as exc:
+                    return f"Tansu did not complete a TLS handshake ({exc})"
+            conf = client_conf("SSL" if tls else "PLAINTEXT", port, certs)
+            figures += throughput(conf, "t-tansu", records, size)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    return tuple(figures)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=50_000)
@@ -140,22 +180,35 @@ def main() -> None:
         d = Path(tmp)
         certs = make_certs(d)
         proc, ports = start(d, certs)
+        figures: dict[str, tuple[float, float]] = {}
         try:
+            print(f"## TLS ({args.records} x {args.size} B records, confluent-kafka, one producer then one consumer)\n")
+            print("| broker, listener | produce MB/s | consume MB/s | produce vs PLAINTEXT | consume vs PLAINTEXT |")
+            print("|---|---|---|---|---|")
             for name, port in ports.items():
-                produce, consume = throughput(client_conf(name, port, certs), f"t-{name.lower()}", args.records,
-                                              args.size)
-                print(f"{name:10s} produce {produce:7.1f} MB/s  consume {consume:7.1f} MB/s "
-                      f"({args.records} x {args.size} B)")
+                figures[name] = throughput(client_conf(name, port, certs), f"t-{name.lower()}", args.records, args.size)
+                base = figures["PLAINTEXT"]
+                print(f"| Logway {name} | {figures[name][0]:.1f} | {figures[name][1]:.1f} | "
+                      f"{figures[name][0] / base[0]:.2f} | {figures[name][1] / base[1]:.2f} |")
             context = ssl.create_default_context(cafile=certs["ca"])
+            rates = {}
             for mechanism in ("PLAIN", "SCRAM-SHA-256"):
                 t0 = time.perf_counter()
                 for _ in range(args.connections):
                     sasl_connect(ports["SASL_SSL"], context, mechanism)
-                rate = args.connections / (time.perf_counter() - t0)
-                print(f"SASL_SSL {mechanism}: {rate:.0f} new authenticated connections/s ({args.connections}, serial)")
+                rates[mechanism] = args.connections / (time.perf_counter() - t0)
         finally:
             proc.terminate()
             proc.wait(30)
+        tansu = tansu_tls(d, certs, args.records, args.size)
+        if isinstance(tansu, tuple):
+            ssl_figs = figures["SSL"]
+            print(f"| Tansu SSL | {tansu[0]:.1f} | {tansu[1]:.1f} | {tansu[0] / tansu[2]:.2f} | {tansu[1] / tansu[3]:.2f} |")
+            print(f"\nLogway/Tansu over TLS: produce {ssl_figs[0] / tansu[0]:.2f}, consume {ssl_figs[1] / tansu[1]:.2f}")
+        else:
+            print(f"\nTansu over TLS: not measured: {tansu}")
+        print(f"\nNew SASL_SSL connections/s ({args.connections} one after another, TLS handshake + SASL + close): "
+              + ", ".join(f"{m} {r:.0f}/s" for m, r in rates.items()))
 
 
 if __name__ == "__main__":

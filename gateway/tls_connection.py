@@ -73,7 +73,14 @@ class TlsConnection(Connection):
         self.io_bytes += 1  # a sign of life for the idle sweep
         der = sock.getpeercert()
         if der:
-            self.principal = "User:" + x500_name(der.get("subject", ()))
+            dn = x500_name(der.get("subject", ()))
+            try:
+                name = self.broker.config.security[self.listener.name].principal_mapper.name(dn)
+            except ValueError as exc:  # Kafka: "Failed to map name for '<dn>' based on SSL principal mapping rules."
+                log.info("failed authentication with %s (Failed to map name for '%s' based on SSL principal "
+                         "mapping rules: %s)", self.peer, dn, exc)
+                raise ConnectionClosed() from None
+            self.principal = "User:" + name
             log.debug("%s: TLS client authenticated as %s", self.peer, self.principal)
 
     async def send_file(self, piece: FileSlice) -> None:

@@ -1,7 +1,8 @@
 """SaslAuthenticate (key 36), v0-v2.
 
-v0: auth_bytes in and out, error_code and error_message. v1: session_lifetime_ms in the response (0: the
-session never needs re-authentication, KIP-368). v2: flexible. A failure gets SASL_AUTHENTICATION_FAILED with
+v0: auth_bytes in and out, error_code and error_message. v1: session_lifetime_ms in the response, set when
+authentication completes: connections.max.reauth.ms, after which the client must re-authenticate (0: never,
+KIP-368). v2: flexible. A failure gets SASL_AUTHENTICATION_FAILED with
 Kafka's message (PLAIN: "Authentication failed: Invalid username or password"), and the connection closes.
 Without a SaslHandshake first the answer is ILLEGAL_SASL_STATE and the connection closes; on a connection
 already authenticated or not on a SASL listener, ILLEGAL_SASL_STATE with Kafka's KafkaApis message.
@@ -47,4 +48,5 @@ async def handle(ctx, request):
         session.authenticated = True
         conn.principal = principal
         log.debug("%s: authenticated as %s with %s", conn.peer, principal, session.mechanism)
+        body["session_lifetime"] = session.lifetime_ms
     return build(response_type(API_KEY, ctx.version), {**body, "auth_bytes": answer})

@@ -124,8 +124,10 @@ class ScramServer:
         if not sep:
             raise ScramError("Invalid SCRAM client final message")
         attrs = _attributes(without_proof)
-        if attrs.get("r") != self._nonce:
-            raise ScramError("Invalid SCRAM client final message: nonce mismatch")
+        # Kafka's ScramSaslServer checks that the nonce *ends with* the server-first nonce, not equality:
+        # librdkafka before 2.x (Debian's kcat 1.7.1 on librdkafka 2.0.2) sends the client nonce twice.
+        if not attrs.get("r", "").endswith(self._nonce):
+            raise ScramError("Invalid client nonce in the final client message.")
         if attrs.get("c") != base64.b64encode(self._gs2_header.encode()).decode():
             raise ScramError("Invalid SCRAM client final message: channel binding mismatch")
         try:

@@ -12,7 +12,9 @@ import re
 import ssl
 from dataclasses import dataclass, field
 
+from logway.gateway.security.keystores import StoreError, load_keystore, load_truststore
 from logway.gateway.security.plain import parse_jaas, plain_users
+from logway.gateway.security.principal_mapping import PrincipalMapper
 from logway.gateway.security.scram import MECHANISMS as SCRAM_MECHANISMS
 
 log = logging.getLogger("logway.gateway.config")
@@ -39,9 +41,21 @@ SECURITY_DEFAULTS: dict[str, str] = {
     "ssl.principal.mapping.rules": "DEFAULT",
     "sasl.enabled.mechanisms": "GSSAPI",
     "sasl.server.max.receive.size": "524288",
+    "connections.max.reauth.ms": "0",
 }
 _LISTENER_KEY = re.compile(r"listener\.name\.([^.]+)\.(.+)")
 _JAAS_KEY = re.compile(r"([a-z0-9\-]+)\.sasl\.jaas\.config")
+_MECHANISM_REAUTH_KEY = re.compile(r"([a-z0-9\-]+)\.connections\.max\.reauth\.ms")
+# Kafka (Java) names TLS 1.2 suites by their IANA names; OpenSSL by its own. The AEAD suites a Kafka
+# deployment lists; other names are passed to OpenSSL as they are.
+_IANA_SUITES = {
+    f"TLS_{kx}_WITH_{enc}": f"{kx.replace('_', '-')}-{ossl}"
+    for kx in ("ECDHE_ECDSA", "ECDHE_RSA", "DHE_RSA")
+    for enc, ossl in (("AES_128_GCM_SHA256", "AES128-GCM-SHA256"), ("AES_256_GCM_SHA384", "AES256-GCM-SHA384"),
+                      ("CHACHA20_POLY1305_SHA256", "CHACHA20-POLY1305"))
+}
+_TLS13_SUITES = {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256",
+                 "TLS_AES_128_CCM_SHA256", "TLS_AES_128_CCM_8_SHA256"}
 _TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 
 
@@ -55,7 +69,8 @@ def is_listener_security_key(key: str) -> bool:
     if match is None:
         return False
     rest = match.group(2)
-    return rest in SECURITY_DEFAULTS or _JAAS_KEY.fullmatch(rest) is not None
+    return rest in SECURITY_DEFAULTS or _JAAS_KEY.fullmatch(rest) is not None or \
+        _MECHANISM_REAUTH_KEY.fullmatch(rest) is not None
 
 
 @dataclass
@@ -67,6 +82,11 @@ class ListenerSecurity:
     mechanisms: tuple[str, ...] = ()
     plain_users: dict[str, str] = field(default_factory=dict)
     sasl_max_receive: int = 524288
+    # KIP-368, by mechanism: a SASL session lasts this long, then the client must re-authenticate (0: forever,
+    # Kafka's default).
+    reauth_ms: dict[str, int] = field(default_factory=dict)
+    # ssl.principal.mapping.rules: the mTLS subject DN -> the principal name.
+    principal_mapper: PrincipalMapper = field(default_factory=lambda: PrincipalMapper("DEFAULT"))
 
     @property
     def tls(self) -> bool:
@@ -88,9 +108,11 @@ def listener_security(props: dict[str, str], name: str, protocol: str) -> Listen
 
     out = ListenerSecurity(protocol)
     if out.tls:
-        if get("ssl.principal.mapping.rules") != "DEFAULT":
-            log.warning("config ssl.principal.mapping.rules: only DEFAULT is supported (the principal is the "
-                        "certificate's full subject DN); ignored")
+        try:
+            out.principal_mapper = PrincipalMapper(get("ssl.principal.mapping.rules"))
+        except ValueError as exc:
+            raise SecurityConfigError(f"ssl.principal.mapping.rules={get('ssl.principal.mapping.rules')}: "
+                                      f"{exc}") from None
         # Kafka applies ssl.client.auth to SASL_SSL listeners only when listener-prefixed (KIP-684).
         client_auth = get("ssl.client.auth") if protocol == "SSL" else props.get(prefix + "ssl.client.auth", "none")
         out.ssl_context = _ssl_context(get, name, client_auth.strip().lower())
@@ -102,11 +124,13 @@ def listener_security(props: dict[str, str], name: str, protocol: str) -> Listen
                 f"sasl.enabled.mechanisms={','.join(mechanisms)}: listener {name}: Logway supports "
                 f"{', '.join(SUPPORTED_MECHANISMS)} (not {', '.join(unsupported) or 'an empty list'})")
         out.mechanisms = mechanisms
-        try:
-            out.sasl_max_receive = int(get("sasl.server.max.receive.size"))
-        except ValueError:
-            raise SecurityConfigError(f"sasl.server.max.receive.size={get('sasl.server.max.receive.size')}: "
-                                      "expected an integer") from None
+        out.sasl_max_receive = _integer(get, "sasl.server.max.receive.size")
+        # connections.max.reauth.ms, or per listener (listener.name.<l>.connections.max.reauth.ms) and mechanism
+        # (listener.name.<l>.<mechanism>.connections.max.reauth.ms), as Kafka's SaslChannelBuilder reads it.
+        for mechanism in mechanisms:
+            value = props.get(f"{prefix}{mechanism.lower()}.connections.max.reauth.ms",
+                              get("connections.max.reauth.ms")).strip()
+            out.reauth_ms[mechanism] = _integer(lambda _key, v=value: v, "connections.max.reauth.ms")
         if "PLAIN" in mechanisms:
             key = prefix + "plain.sasl.jaas.config"
             jaas = props.get(key, props.get("sasl.jaas.config", ""))
@@ -123,29 +147,28 @@ def listener_security(props: dict[str, str], name: str, protocol: str) -> Listen
     return out
 
 
+def _integer(get, key: str) -> int:
+    try:
+        return int(get(key))
+    except ValueError:
+        raise SecurityConfigError(f"{key}={get(key)}: expected an integer") from None
+
+
 def _ssl_context(get, name: str, client_auth: str) -> ssl.SSLContext:
-    """A server TLS context from PEM files (Kafka's PEM keystore: the certificate chain and the private key
-    in one file, the key encrypted with ssl.key.password if set)."""
-    for key in ("ssl.keystore.type", "ssl.truststore.type"):
-        if get(key).upper() != "PEM" and (key == "ssl.keystore.type" or get("ssl.truststore.location")):
-            raise SecurityConfigError(f"{key}={get(key)}: listener {name}: Logway reads PEM stores only "
-                                      "(convert with openssl, then ssl.keystore.type=PEM)")
+    """A server TLS context from the listener's key and trust stores (PEM or PKCS12, keystores.py), client
+    authentication, ssl.enabled.protocols and ssl.cipher.suites."""
     location = get("ssl.keystore.location")
     if not location:
         raise SecurityConfigError(f"ssl.keystore.location is required for the {name} listener")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    password = get("ssl.key.password") or get("ssl.keystore.password") or None
-    try:
-        context.load_cert_chain(location, password=password)
-    except (OSError, ssl.SSLError) as exc:
-        raise SecurityConfigError(f"ssl.keystore.location={location}: cannot load the certificate chain and "
-                                  f"key: {exc}") from None
     truststore = get("ssl.truststore.location")
-    if truststore:
-        try:
-            context.load_verify_locations(truststore)
-        except (OSError, ssl.SSLError) as exc:
-            raise SecurityConfigError(f"ssl.truststore.location={truststore}: cannot load: {exc}") from None
+    try:
+        load_keystore(context, get("ssl.keystore.type"), location, get("ssl.keystore.password"),
+                      get("ssl.key.password"))
+        if truststore:
+            load_truststore(context, get("ssl.truststore.type"), truststore, get("ssl.truststore.password"))
+    except StoreError as exc:
+        raise SecurityConfigError(f"{exc} (listener {name})") from None
     modes = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
     if client_auth not in modes:
         raise SecurityConfigError(f"ssl.client.auth={client_auth}: expected none, requested or required")
@@ -160,9 +183,16 @@ def _ssl_context(get, name: str, client_auth: str) -> ssl.SSLContext:
     context.maximum_version = max(_TLS_VERSIONS[v] for v in versions)
     suites = get("ssl.cipher.suites")
     if suites:
-        try:  # OpenSSL names; TLS 1.3's suites are OpenSSL's defaults
-            context.set_ciphers(":".join(s.strip() for s in suites.split(",") if s.strip()))
+        # OpenSSL names. set_ciphers restricts TLS 1.2 and below only: Python's ssl has no call for TLS 1.3's
+        # suites (OpenSSL's SSL_CTX_set_ciphersuites), so TLS 1.3 connections use OpenSSL's default suites.
+        names = [s.strip() for s in suites.split(",") if s.strip()]
+        tls12 = [_IANA_SUITES.get(n, n) for n in names if n not in _TLS13_SUITES]
+        try:
+            if tls12:
+                context.set_ciphers(":".join(tls12))
+            else:  # only TLS 1.3 suites named: TLS 1.2 cannot be used
+                context.minimum_version = ssl.TLSVersion.TLSv1_3
         except ssl.SSLError:
-            raise SecurityConfigError(f"ssl.cipher.suites={suites}: no cipher suite matches (use OpenSSL names, "
-                                      "e.g. ECDHE-RSA-AES128-GCM-SHA256)") from None
+            raise SecurityConfigError(f"ssl.cipher.suites={suites}: no cipher suite matches (Java/IANA names such "
+                                      "as TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, or OpenSSL's)") from None
     return context

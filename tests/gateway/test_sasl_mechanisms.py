@@ -88,3 +88,30 @@ def test_users_cli_stores_hashes_never_the_password(tmp_path, capsys):
                  "--mechanism", "SCRAM-SHA-512"]) == 0
     assert store.lookup("SCRAM-SHA-512", "alice") is None and store.lookup("SCRAM-SHA-256", "alice") is not None
     assert main(["users", "delete", "--log-dirs", str(tmp_path), "--user", "bob"]) == 1
+
+
+def _client_final(without_proof: str, server_first: bytes, password: str = "pencil") -> bytes:
+    """RFC 5802's client proof for this client-final-message-without-proof (the RFC 7677 exchange)."""
+    import hashlib
+    import hmac
+
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), base64.b64decode(RFC7677["salt"]), 4096)
+    client_key = hmac.digest(salted, b"Client Key", "sha256")
+    auth = b"n=user,r=rOprNGfwEbeRWgbNEkqO," + server_first + b"," + without_proof.encode()
+    signature = hmac.digest(hashlib.sha256(client_key).digest(), auth, "sha256")
+    proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature, strict=True)))
+    return without_proof.encode() + b",p=" + proof
+
+
+def test_scram_accepts_the_nonce_librdkafka_2_0_sends_twice():
+    # librdkafka 2.0.2 (Debian's kcat) puts its own nonce before the combined one; Kafka's ScramSaslServer only
+    # checks that the final nonce ends with the server-first one, so it authenticates there, and here.
+    server = _rfc7677_server()
+    server_first = server.respond(RFC7677["client_first"])
+    nonce = server_first.split(b",")[0][2:].decode()
+    server.respond(_client_final(f"c=biws,r=rOprNGfwEbeRWgbNEkqO{nonce}", server_first))
+    assert server.complete
+    other = _rfc7677_server()
+    other.respond(RFC7677["client_first"])
+    with pytest.raises(ScramError, match="Invalid client nonce"):
+        other.respond(_client_final(f"c=biws,r={nonce}x", server_first))

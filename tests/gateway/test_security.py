@@ -72,7 +72,8 @@ def _client_conf(gw, certs, protocol: str, mechanism: str | None = None, passwor
 
 
 CASES = [("SSL", None), ("MTLS", None), ("SASL_SSL", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-256"),
-         ("SASL_SSL", "SCRAM-SHA-512"), ("SASL_PLAINTEXT", "PLAIN"), ("SASL_PLAINTEXT", "SCRAM-SHA-256")]
+         ("SASL_SSL", "SCRAM-SHA-512"), ("SASL_PLAINTEXT", "PLAIN"), ("SASL_PLAINTEXT", "SCRAM-SHA-256"),
+         ("SASL_PLAINTEXT", "SCRAM-SHA-512")]
 
 
 @pytest.mark.parametrize(("protocol", "mechanism"), CASES)

@@ -1,5 +1,6 @@
-"""Test certificates made with `cryptography`: a CA, a server certificate for 127.0.0.1/localhost, a client
-certificate, one signed by another CA (untrusted) and an expired one."""
+"""Test certificates made with `cryptography`: a CA, a server certificate for 127.0.0.1/localhost (also as
+an expired one and as a PKCS12 keystore, with the CA as a PKCS12 truststore), a client certificate, one signed
+by another CA (untrusted) and an expired one."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
 
 
@@ -60,6 +62,17 @@ def make_certs(d: Path) -> dict[str, str]:
     paths["ca"].write_bytes(_pem(ca))
     paths["server"].write_bytes(_pem(server) + _pem(ca) + _key_pem(server_key))
     paths["server_encrypted"].write_bytes(_pem(server) + _key_pem(server_key, b"key-secret"))
+    expired = _cert(_name(CN="localhost"), server_key, ca_name, ca_key, server=True, days=(-30, -1))
+    paths["server_expired"] = d / "server-expired.pem"
+    paths["server_expired"].write_bytes(_pem(expired) + _key_pem(server_key))
+    paths["other_ca"] = d / "other-ca.pem"
+    paths["other_ca"].write_bytes(_pem(_cert(other_name, other_key, other_name, other_key, ca=True)))
+    store_secret = serialization.BestAvailableEncryption(b"store-secret")
+    paths["server_p12"] = d / "server.p12"
+    paths["server_p12"].write_bytes(pkcs12.serialize_key_and_certificates(b"server", server_key, server, [ca],
+                                                                          store_secret))
+    paths["ca_p12"] = d / "ca.p12"
+    paths["ca_p12"].write_bytes(pkcs12.serialize_key_and_certificates(None, None, None, [ca], store_secret))
     clients = {
         "client": (_name(C="US", O="Acme", OU="Eng", CN="alice"), ca_key, ca_name, (-1, 30)),
         "untrusted": (_name(CN="mallory"), other_key, other_name, (-1, 30)),
