@@ -63,7 +63,8 @@ class Problems:
     not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     non_consecutive: dict[str, dict[int, int]] = field(default_factory=dict)
 
-    def print(self, out=sys.stderr) -> None:
+    def print(self) -> None:
+        out = sys.stderr
         for path, by_offset in self.index_mismatches.items():
             print(f"Mismatches in :{path}", file=out)
             for index_offset, log_offset in sorted(by_offset.items(), reverse=True):

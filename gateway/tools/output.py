@@ -8,15 +8,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 
-def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], out: TextIO = sys.stdout) -> None:
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], out: TextIO | None = None) -> None:
     """Left-aligned columns two spaces apart; None shows as "-" (Kafka's MISSING_COLUMN_VALUE)."""
+    out = out or sys.stdout
     cells = [[("-" if v is None else str(v)) for v in row] for row in rows]
     widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(headers)]
     for row in [list(headers), *cells]:
         out.write("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() + "\n")
 
 
-def print_json(value: Any, out: TextIO = sys.stdout) -> None:
+def print_json(value: Any, out: TextIO | None = None) -> None:
+    out = out or sys.stdout
     json.dump(value, out, indent=2, sort_keys=False)
     out.write("\n")
 
