@@ -87,8 +87,10 @@ class Admin:
 
     def __init__(self, bootstrap: str, command_config: str | None = None, timeout: float = 10.0) -> None:
         self.timeout = timeout
+        self.errors: list[KafkaError] = []  # what librdkafka reported on the side (a failed login, ...)
+        config = {**client_config(bootstrap, command_config), "error_cb": self.errors.append}
         try:
-            self.client = AdminClient(client_config(bootstrap, command_config))
+            self.client = AdminClient(config)
         except (KafkaException, ValueError, TypeError) as exc:
             raise ToolError(f"client configuration: {describe_error(exc)}") from None
         self.bootstrap = bootstrap
@@ -99,6 +101,10 @@ class Admin:
             return self.client.list_topics(topic, timeout=self.timeout)
         except KafkaException as exc:
             error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+            self.client.poll(0)  # delivers librdkafka's queued error callbacks
+            login = [e for e in self.errors if e.code() == KafkaError._AUTHENTICATION]
+            if login:  # the client retries a refused login until the timeout, then says "transport failure"
+                raise ToolError(login[-1].str()) from None
             if error is not None and error.code() in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT,
                                                       KafkaError._ALL_BROKERS_DOWN):
                 raise ToolError(f"cannot reach a broker at {self.bootstrap} within {self.timeout:g}s "

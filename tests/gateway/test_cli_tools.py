@@ -353,3 +353,37 @@ def test_dump_log_shows_transaction_markers(tmp_path: Path) -> None:
            "endTxnMarker: COMMIT coordinatorEpoch: 3\n" in out
     assert "| offset: 2 CreateTime: 1700000000001 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] " \
            "endTxnMarker: ABORT coordinatorEpoch: 4\n" in out
+
+
+def test_command_config_carries_java_client_security_properties(tmp_path: Path) -> None:
+    """kafka-*.sh's --command-config file (Java property names, a JAAS line) logs in over SASL/SCRAM."""
+    from logway.gateway.security.credentials import CredentialStore
+
+    data = tmp_path / "data"
+    data.mkdir()
+    CredentialStore(data).set("ops", "SCRAM-SHA-256", "ops-secret")
+    gw = InProcessGateway(data, {"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+                                 "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT",
+                                 "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+                                 "offsets.topic.num.partitions": "1"}).start()
+    try:
+        def client_properties(password: str) -> str:
+            path = tmp_path / f"client-{password}.properties"
+            path.write_text("# as for kafka-topics.sh --command-config\nsecurity.protocol=SASL_PLAINTEXT\n"
+                            "sasl.mechanism=SCRAM-SHA-256\n"
+                            "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+                            f'username="ops" password="{password}";\n')
+            return str(path)
+
+        server = ("--bootstrap-server", gw.bootstrap)
+        logway("topics", "create", *server, "--command-config", client_properties("ops-secret"), "--topic", "secured",
+               "--partitions", "2")
+        assert logway("topics", "list", *server, "--command-config", client_properties("ops-secret")).stdout == \
+            "secured\n"
+        refused = logway("topics", "list", *server, "--command-config", client_properties("wrong"), "--timeout", "3",
+                         ok=False)
+        assert_one_line_error(refused, "uthentication")
+        assert_one_line_error(logway("topics", "list", *server, "--command-config", str(tmp_path / "missing"),
+                                     ok=False), "No such file")
+    finally:
+        gw.stop()
