@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -95,10 +95,14 @@ class Admin:
             raise ToolError(f"client configuration: {describe_error(exc)}") from None
         self.bootstrap = bootstrap
 
-    def metadata(self, topic: str | None = None):
-        """Cluster metadata (all topics, or one); broker unreachable within the timeout is a ToolError."""
+    def metadata(self):
+        """Cluster metadata of all topics; broker unreachable within the timeout is a ToolError.
+
+        Always all topics: a Metadata request naming a topic lets a broker with auto.create.topics.enable
+        create it, and a tool that only looks must not create anything.
+        """
         try:
-            return self.client.list_topics(topic, timeout=self.timeout)
+            return self.client.list_topics(timeout=self.timeout)
         except KafkaException as exc:
             error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
             self.client.poll(0)  # delivers librdkafka's queued error callbacks
@@ -120,9 +124,6 @@ class Admin:
         except KafkaException as exc:
             raise ToolError(f"{what}: {describe_error(exc)}") from None
 
-    def wait_all(self, futures: Mapping[Any, Future], what: str) -> dict[Any, Any]:
-        return {key: self.wait(future, f"{what} {key}") for key, future in futures.items()}
-
     def options(self) -> dict[str, float]:
         """request_timeout for an admin call, in seconds as confluent-kafka takes it."""
         return {"request_timeout": self.timeout}
@@ -136,11 +137,6 @@ def describe_error(exc: BaseException) -> str:
         name = error.name()
         return text if name.lstrip("_").lower() in text.lower().replace(" ", "_") else f"{text} ({name})"
     return str(exc) or type(exc).__name__
-
-
-def error_code(exc: BaseException) -> int | None:
-    error = exc.args[0] if exc.args else None
-    return error.code() if isinstance(error, KafkaError) else None
 
 
 def parse_config_list(items: Iterable[str]) -> dict[str, str]:

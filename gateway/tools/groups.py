@@ -90,7 +90,17 @@ def _member_cells(member) -> tuple:
     return (member.member_id, member.host, member.client_id) if member is not None else (None, None, None)
 
 
+def members_rows(group: str, description) -> list[tuple]:
+    """One row per member with its assigned partitions (kafka-consumer-groups --describe --members --verbose)."""
+    rows = []
+    for m in description.members:
+        assigned = sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions)
+        rows.append((group, m.member_id, m.host, m.client_id, len(assigned), ",".join(f"{t}:{p}" for t, p in assigned)))
+    return rows
+
+
 def describe_groups(admin: Admin, args: argparse.Namespace) -> int:
+    """Offsets and lag per partition (or --members: per member) of the named groups, or of every group."""
     admin.metadata()
     groups = args.group or [g.group_id for g in admin.wait(admin.client.list_consumer_groups(**admin.options()),
                                                             "list groups").valid]
@@ -100,14 +110,10 @@ def describe_groups(admin: Admin, args: argparse.Namespace) -> int:
     for group in sorted(groups):
         description = describe_group(admin, group)
         state = STATE_NAMES.get(description.state, str(description.state))
-        group_rows = offsets_rows(admin, group, description) if not args.members else [
-            (group, m.member_id, m.host, m.client_id, len(m.assignment.topic_partitions),
-             ",".join(f"{tp.topic}:{tp.partition}" for tp in sorted(m.assignment.topic_partitions,
-                                                                      key=lambda tp: (tp.topic, tp.partition))))
-            for m in description.members]
         if state == "Dead":
             missing.append(group)
             continue
+        group_rows = members_rows(group, description) if args.members else offsets_rows(admin, group, description)
         if state == "Empty" and args.output != "json":
             print(f"\nConsumer group '{group}' has no active members.", file=sys.stderr)
         elif state in ("PreparingRebalance", "CompletingRebalance") and args.output != "json":

@@ -30,10 +30,10 @@ def rows_as_dicts(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list
 
 
 def emit(args: Any, headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
-         json_value: Any = None, extra: Mapping[str, Any] | None = None) -> None:
-    """Print ``rows`` as a table, or as JSON (``json_value`` when given, else the rows as objects)."""
-    if getattr(args, "output", "table") == "json":
-        value = json_value if json_value is not None else rows_as_dicts(headers, rows)
+         extra: Mapping[str, Any] | None = None) -> None:
+    """Print ``rows`` as a table, or with --output json as a list of objects (inside ``extra`` when given)."""
+    if args.output == "json":
+        value = rows_as_dicts(headers, rows)
         print_json({**extra, "rows": value} if extra else value)
     else:
         print_table(headers, rows)

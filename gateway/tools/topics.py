@@ -83,7 +83,8 @@ def delete_topic(admin: Admin, args: argparse.Namespace) -> int:
 
 def alter_topic_config(admin: Admin, args: argparse.Namespace) -> int:
     """kafka-configs --entity-type topics --alter for one topic (--add-config / --delete-config)."""
-    if args.topic not in admin.metadata(args.topic).topics or _unknown(admin.metadata(args.topic).topics[args.topic]):
+    topic = admin.metadata().topics.get(args.topic)
+    if topic is None or _unknown(topic):
         raise ToolError(f"unknown topic {args.topic!r}")
     alter_configs(admin, "topic", args.topic, parse_config_list(args.add_config), args.delete_config)
     _done(args, f"Completed updating config for topic {args.topic}.", {"altered": args.topic})

@@ -120,6 +120,11 @@ def test_topic_and_configs_alter_change_what_describe_configs_answers(gateway: I
                                        "sensitive": False, "read_only": False}
     assert by_name["cleanup.policy"]["source"] == "DYNAMIC_TOPIC_CONFIG"
 
+    # Looking a topic up must not create it (a Metadata request naming it would, with auto topic creation on).
+    ghost = logway("topics", "alter-config", *server, "--topic", "cli-ghost", "--add-config", "retention.ms=5", ok=False)
+    assert_one_line_error(ghost, "unknown topic 'cli-ghost'")
+    assert "cli-ghost" not in logway("topics", "list", *server).stdout.split()
+
     bad = logway("configs", "alter", *server, "--entity-type", "topics", "--entity-name", "cli-alter",
                  "--add-config", "no.such.config=1", ok=False)
     assert_one_line_error(bad, "no.such.config")
