@@ -12,6 +12,7 @@ import json
 import time
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import CommitFailedError, RebalanceInProgressError
 from kafka.structs import OffsetAndMetadata
 
 from compat_tests.kafka.cluster import java
@@ -55,12 +56,21 @@ def test_admin_tools_against_apache_kafka(kafka) -> None:
     producer.flush()
     producer.close()
     consumer = KafkaConsumer(bootstrap_servers=kafka.bootstrap, group_id=group, enable_auto_commit=False)
+    # The topic's partitions known before joining: kafka-python's assignor, run without them, can hand out an
+    # empty assignment it keeps for longer than this test waits (seen with a topic created just before).
+    consumer.partitions_for_topic(topic)
     consumer.subscribe([topic])
     deadline = time.monotonic() + 60
-    while not consumer.assignment() and time.monotonic() < deadline:
-        consumer.poll(200)
-    consumer.commit({TopicPartition(topic, 0): OffsetAndMetadata(4, "", -1),
-                     TopicPartition(topic, 1): OffsetAndMetadata(10, "", -1)})
+    while True:  # commit once the consumer holds its assignment (a rebalance still settling is waited out)
+        consumer.poll(100)
+        try:
+            if consumer.assignment():
+                consumer.commit({TopicPartition(topic, 0): OffsetAndMetadata(4, "", -1),
+                                 TopicPartition(topic, 1): OffsetAndMetadata(10, "", -1)})
+                break
+        except (RebalanceInProgressError, CommitFailedError):
+            pass
+        assert time.monotonic() < deadline, "the consumer did not join its group within 60 s"
     consumer.close()
 
     ours = json.loads(_logway("groups", "describe", *server, "--group", group, "--output", "json"))[0]

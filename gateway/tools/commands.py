@@ -142,3 +142,5 @@ def run(args: argparse.Namespace) -> int:
         return 1
     except BrokenPipeError:  # `logway ... | head`
         return 0
+    except KeyboardInterrupt:
+        return 130

@@ -125,7 +125,8 @@ def dump_log_command(args: argparse.Namespace) -> int:
             else:
                 print(f"Ignoring unknown file {name}", file=sys.stderr)
         except OSError as exc:
-            print(f"logway: dump-log: {name}: {exc.strerror or exc}", file=sys.stderr)
+            other = f" ({exc.filename})" if exc.filename and str(exc.filename) != name else ""  # e.g. the index's log
+            print(f"logway: dump-log: {name}: {exc.strerror or exc}{other}", file=sys.stderr)
             status = 1
         except ToolError as exc:
             print(f"logway: dump-log: {name}: {exc}", file=sys.stderr)

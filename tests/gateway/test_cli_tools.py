@@ -21,6 +21,7 @@ import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import CommitFailedError, RebalanceInProgressError
 
 from logway.gateway.cli import main
 from logway.gateway.in_process import InProcessGateway
@@ -160,11 +161,11 @@ def test_groups_describe_lag_and_reset_offsets(gateway: InProcessGateway) -> Non
 
     consumer = KafkaConsumer(bootstrap_servers=gateway.bootstrap, group_id=group, client_id="lag-reader",
                              enable_auto_commit=False, auto_offset_reset="earliest")
+    # The topic's partitions known before joining: kafka-python's assignor, run without them, can hand out an
+    # empty assignment it keeps for longer than this test waits (seen with a topic created just before).
+    consumer.partitions_for_topic(topic)
     consumer.subscribe([topic])
-    deadline = time.monotonic() + 30
-    while not consumer.assignment() and time.monotonic() < deadline:
-        consumer.poll(200)
-    consumer.commit({TopicPartition(topic, 0): _meta(7), TopicPartition(topic, 1): _meta(10)})
+    commit_when_joined(consumer, {TopicPartition(topic, 0): _meta(7), TopicPartition(topic, 1): _meta(10)})
     try:
         out = logway("groups", "describe", *server, "--group", group).stdout
         assert out.splitlines()[0].split() == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET",
@@ -228,6 +229,20 @@ def test_groups_describe_lag_and_reset_offsets(gateway: InProcessGateway) -> Non
     assert group not in [g["group"] for g in admin_json(gateway, "groups", "list")]
     assert_one_line_error(logway("groups", "describe", *server, "--group", group, ok=False),
                           f"Consumer group '{group}' does not exist.")
+
+
+def commit_when_joined(consumer: KafkaConsumer, offsets: dict) -> None:
+    """Commit once the consumer holds its assignment; a rebalance still settling is waited out (bounded)."""
+    deadline = time.monotonic() + 30
+    while True:
+        consumer.poll(100)
+        try:
+            if consumer.assignment():
+                consumer.commit(offsets)
+                return
+        except (RebalanceInProgressError, CommitFailedError):
+            pass
+        assert time.monotonic() < deadline, "the consumer did not join its group within 30 s"
 
 
 def _meta(offset: int):
