@@ -1,8 +1,8 @@
 """`logway dump-log` and Kafka's own DumpLogSegments on the same files print the same lines.
 
 The files: a partition Logway wrote (idempotent and plain batches; gzip, zstd, lz4 and snappy batches; headers,
-null keys and values; an offset-index entry every 100 bytes), and a hand-built segment with transaction
-markers whose offset index points at a wrong batch. One JVM run dumps them all, deep, with data.
+null keys and values; an offset-index entry every 100 bytes), one of a LogAppendTime topic, and a hand-built
+segment with transaction markers whose offset index points at a wrong batch. One JVM run dumps them all, deep, with data.
 """
 
 from __future__ import annotations
@@ -43,6 +43,17 @@ def _write_partition(bootstrap: str) -> None:
         producer.flush()
 
 
+def _write_log_append_time_partition(bootstrap: str) -> None:
+    code, _out, err = _logway("topics", "create", "--bootstrap-server", bootstrap, "--topic", "dump-compare-lat",
+                              "--partitions", "1", "--config", "message.timestamp.type=LogAppendTime")
+    assert code == 0, err
+    for codec in ("none", "gzip"):
+        producer = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 20})
+        for i in range(3):
+            producer.produce("dump-compare-lat", key=b"k%d" % i, value=b"v%d" % i, timestamp=1_600_000_000_000 + i)
+        producer.flush()
+
+
 def _transaction_segment(folder: Path) -> list[Path]:
     """A segment with a transactional batch, a COMMIT and an ABORT marker, and an index entry that lies."""
     folder.mkdir()
@@ -63,8 +74,10 @@ def _transaction_segment(folder: Path) -> list[Path]:
 
 def test_dump_log_prints_what_kafkas_dump_log_segments_prints(logway_ref, tmp_path: Path) -> None:
     _write_partition(logway_ref.bootstrap)
+    _write_log_append_time_partition(logway_ref.bootstrap)
     part = logway_ref.data_dir / "dump-compare-0"
     files = sorted(p for p in part.iterdir() if p.suffix in (".log", ".index", ".timeindex"))
+    files += sorted((logway_ref.data_dir / "dump-compare-lat-0").glob("*.log"))
     files += _transaction_segment(tmp_path / "txn-0")
     names = [str(f) for f in files]
 
@@ -74,6 +87,8 @@ def test_dump_log_prints_what_kafkas_dump_log_segments_prints(logway_ref, tmp_pa
     assert code == 0, err
 
     assert "endTxnMarker: COMMIT coordinatorEpoch: 3" in out and "headerKeys: [trace,empty]" in out
+    assert " LogAppendTime: " in out and "| offset: 0 LogAppendTime: " in out
+    assert "timestamp: " in out  # the time index has entries
     for codec in ("none", "gzip", "zstd", "lz4", "snappy"):
         assert f" compresscodec: {codec} " in out, codec
     assert out.splitlines() == kafka.stdout.splitlines()
