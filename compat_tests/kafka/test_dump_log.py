@@ -55,7 +55,7 @@ def _write_log_append_time_partition(bootstrap: str) -> None:
 
 
 def _transaction_segment(folder: Path) -> list[Path]:
-    """A segment with a transactional batch, a COMMIT and an ABORT marker, and an index entry that lies."""
+    """A segment with a transactional batch, a COMMIT and an ABORT marker, and indexes that lie."""
     folder.mkdir()
     data = build_batch([(b"k", b"v", ()), (None, b"w", ())], base_offset=0, producer_id=7, producer_epoch=1,
                        base_sequence=0, is_transactional=True, base_timestamp=1_700_000_000_000)
@@ -69,7 +69,12 @@ def _transaction_segment(folder: Path) -> list[Path]:
     index = folder / "00000000000000000000.index"
     index.write_bytes((1).to_bytes(4, "big") + (0).to_bytes(4, "big")  # right: batch 0 ends at offset 1
                       + (3).to_bytes(4, "big") + commit_at.to_bytes(4, "big"))  # wrong: the COMMIT ends at 2
-    return [log, index]
+    timeindex = folder / "00000000000000000000.timeindex"
+    entries = [(1_700_000_000_001, 1),  # batch 0 ends at 1 but its largest timestamp is ...000: a mismatch
+               (1_700_000_000_000, 2),  # the COMMIT ends at 2 (timestamp ...005), and this goes backwards
+               (1_700_000_000_010, 5)]  # no batch ends at 5
+    timeindex.write_bytes(b"".join(ts.to_bytes(8, "big") + off.to_bytes(4, "big") for ts, off in entries))
+    return [log, index, timeindex]
 
 
 def test_dump_log_prints_what_kafkas_dump_log_segments_prints(logway_ref, tmp_path: Path) -> None:
@@ -92,7 +97,14 @@ def test_dump_log_prints_what_kafkas_dump_log_segments_prints(logway_ref, tmp_pa
     for codec in ("none", "gzip", "zstd", "lz4", "snappy"):
         assert f" compresscodec: {codec} " in out, codec
     assert out.splitlines() == kafka.stdout.splitlines()
-    # The lying index entry, reported by both in the same words.
-    mismatch = [f"Mismatches in :{files[-1]}", "  Index offset: 3, log offset: 2"]
-    assert err.splitlines() == mismatch
-    assert mismatch[0] in kafka.stderr.splitlines() and mismatch[1] in kafka.stderr.splitlines()
+    # The lying index entries, reported by both in the same words.
+    assert err.splitlines() == [
+        f"Mismatches in :{files[-2]}", "  Index offset: 3, log offset: 2",
+        f"Found timestamp mismatch in :{files[-1]}",
+        "  Index timestamp: 1700000000001, log timestamp: 1700000000000",
+        "  Index timestamp: 1700000000000, log timestamp: 1700000000005",
+        f"Found out of order timestamp in :{files[-1]}",
+        "  Index timestamp: 1700000000000, Previously indexed timestamp: 1700000000001",
+        f"The following indexed offsets are not found in :{files[-1]}",
+        "Indexed offset: 5, found log offset: -1"]
+    assert err.splitlines() == kafka.stderr.splitlines(), kafka.stderr

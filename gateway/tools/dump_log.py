@@ -77,8 +77,8 @@ class Problems:
             print(f"Found out of order timestamp in :{path}", file=out)
             for indexed, previous in pairs:
                 print(f"  Index timestamp: {indexed}, Previously indexed timestamp: {previous}", file=out)
-        for pairs in self.not_found.values():
-            print("The following indexed offsets are not found in the log.", file=out)
+        for path, pairs in self.not_found.items():
+            print(f"The following indexed offsets are not found in :{path}", file=out)  # Kafka 4.3.1's words
             for indexed, found in pairs:
                 print(f"Indexed offset: {indexed}, found log offset: {found}", file=out)
         for path, gaps in self.non_consecutive.items():
