@@ -15,6 +15,9 @@ import trio
 from logway.gateway.config import ConfigError, ServerConfig
 from logway.gateway.security.credentials import CredentialStore
 from logway.gateway.security.scram import MECHANISMS
+from logway.gateway.tools.commands import TOOL_COMMANDS
+from logway.gateway.tools.commands import add_parsers as add_tool_parsers
+from logway.gateway.tools.commands import run as run_tool
 from logway.storage.errors import LogDirLocked
 
 LOG_LEVELS = ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG")
@@ -58,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="SCRAM-SHA-256 and/or SCRAM-SHA-512 (repeatable; default both)")
     users.add_argument("--iterations", type=int, default=4096, help="PBKDF2 iterations (4096-16384)")
     users.add_argument("--log-level", default="WARNING", type=str.upper, choices=LOG_LEVELS)
+    add_tool_parsers(sub)
     return parser
 
 
@@ -157,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "import-kafka-logdir":
         return import_kafka_logdir(args)
+    if args.command in TOOL_COMMANDS:
+        return run_tool(args)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "users":
         try:

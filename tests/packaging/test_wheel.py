@@ -101,6 +101,10 @@ def test_wheel_in_a_fresh_venv(dist: Path, tmp_path: Path) -> None:
                 break
         consumer.close()
         assert got == [(i, b"k%d" % i, b"v%d" % i) for i in range(10)]
+        # The admin tools' Kafka client (confluent-kafka) comes with the wheel's dependencies.
+        listed = subprocess.run([logway, "topics", "list", "--bootstrap-server", f"127.0.0.1:{port}"], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=60)
+        assert listed.returncode == 0 and listed.stdout.split() == ["smoke"], listed.stderr
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=30)
