@@ -12,7 +12,6 @@ import time
 import uuid
 from pathlib import Path
 
-import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
@@ -120,6 +119,31 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int) -> list[byt
     return values
 
 
-@pytest.mark.skip(reason="compose test comes next")
-def test_compose(podman: Podman, broker_image: Image):
-    run(["true"])
+def compose(project: str, podman: Podman, env: dict[str, str], *args: str, timeout: float = 600):
+    cmd = ["podman-compose", "--project-name", project, "--file", str(REPO / "docker" / "compose.yaml"), *args]
+    return run(cmd, {**podman.env, **env}, timeout=timeout)
+
+
+def project_containers(podman: Podman, project: str) -> list[str]:
+    return podman("ps", "--all", "--quiet", "--no-trunc", "--filter",
+                  f"label=io.podman.compose.project={project}").stdout.split()
+
+
+def test_compose_broker(podman: Podman, broker_image: Image):
+    """docker/compose.yaml's broker service: the host reaches it on its EXTERNAL listener."""
+    project, port = f"logwaytest{uuid.uuid4().hex[:8]}", free_port()
+    env = {"BROKER_IMAGE": broker_image.name, "BROKER_PORT": str(port)}
+    podman.volumes += [f"{project}_broker-data", f"{project}_pipeline-data"]
+    try:
+        compose(project, podman, env, "up", "--detach", "--no-build", "broker")
+        podman.containers += project_containers(podman, project)
+        (cid,) = project_containers(podman, project)
+        wait_ready(f"127.0.0.1:{port}", podman, cid)
+        producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}")
+        for i in range(10):
+            producer.send("from-compose", value=b"c%d" % i)
+        producer.flush()
+        producer.close()
+        assert sorted(consume(f"127.0.0.1:{port}", "from-compose", 3, 10)) == sorted(b"c%d" % i for i in range(10))
+    finally:
+        compose(project, podman, env, "down", timeout=120)
