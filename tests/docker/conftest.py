@@ -26,6 +26,9 @@ CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "logw
 BASE_IMAGE = "localhost/logway-base:bookworm"
 # debootstrap's minimal Debian plus Python: the same Python 3.11 (cp311 ABI) and glibc as the host's wheels.
 BASE_PACKAGES = "python3,python3-venv"
+# The pipeline image's base adds Java 17 for Spark (PySpark 4.2 needs Java 17 or later).
+JRE_BASE_IMAGE = "localhost/logway-base:bookworm-jre"
+JRE_BASE_PACKAGES = BASE_PACKAGES + ",openjdk-17-jre-headless"
 # What the base image does not need at run time (apt's package cache and lists, documentation, translations).
 TRIM = ("var/cache/apt", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale")
 
@@ -80,6 +83,7 @@ class Podman:
     containers: list[str] = field(default_factory=list)
     volumes: list[str] = field(default_factory=list)
     images: list[str] = field(default_factory=list)
+    networks: list[str] = field(default_factory=list)
 
     def __call__(self, *args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
         return run(["podman", *args], self.env, timeout=timeout, check=check)
@@ -111,6 +115,8 @@ class Podman:
             self("rm", "--force", "--time", "5", cid, check=False)
         for volume in self.volumes:
             self("volume", "rm", "--force", volume, check=False)
+        for network in self.networks:
+            self("network", "rm", "--force", network, check=False)
         for image in self.images:
             self("rmi", "--force", image, check=False)
 
@@ -138,15 +144,26 @@ class Image:
     base_seconds: float
 
 
+def build_image(podman: Podman, context: Path, extra: str, dockerfile: str, base: str, packages: str) -> Image:
+    """A wheelhouse of Logway[extra] built here on the host, then docker/<dockerfile> on the debootstrap base."""
+    base_seconds = podman.ensure_base(base, packages)
+    started = time.monotonic()
+    run([sys.executable, "-m", "pip", "wheel", "--quiet", f"{REPO}{extra}", "--wheel-dir", str(context / "wheelhouse")])
+    name = f"localhost/logway-test-{dockerfile.split('.')[0].lower()}:{uuid.uuid4().hex[:8]}"
+    podman.images.append(name)
+    podman("build", "--pull=never", "--layers=false", "--format", "docker", "--build-arg", f"BASE_IMAGE={base}",
+           "--tag", name, "--file", str(REPO / "docker" / dockerfile), str(context), timeout=1800)
+    return Image(name, time.monotonic() - started, base_seconds)
+
+
 @pytest.fixture(scope="session")
 def broker_image(podman: Podman, tmp_path_factory: pytest.TempPathFactory) -> Image:
-    """docker/Dockerfile built on the debootstrap base, from a wheelhouse built here on the host."""
-    base_seconds = podman.ensure_base(BASE_IMAGE, BASE_PACKAGES)
-    context = tmp_path_factory.mktemp("image-context")
-    started = time.monotonic()
-    run([sys.executable, "-m", "pip", "wheel", "--quiet", str(REPO), "--wheel-dir", str(context / "wheelhouse")])
-    name = f"localhost/logway:test-{uuid.uuid4().hex[:8]}"
-    podman("build", "--pull=never", "--layers=false", "--format", "docker", "--build-arg", f"BASE_IMAGE={BASE_IMAGE}",
-           "--tag", name, "--file", str(REPO / "docker" / "Dockerfile"), str(context), timeout=1200)
-    podman.images.append(name)
-    return Image(name, time.monotonic() - started, base_seconds)
+    """docker/Dockerfile built from a wheelhouse of Logway and its dependencies."""
+    return build_image(podman, tmp_path_factory.mktemp("broker-context"), "", "Dockerfile", BASE_IMAGE, BASE_PACKAGES)
+
+
+@pytest.fixture(scope="session")
+def pipeline_image(podman: Podman, tmp_path_factory: pytest.TempPathFactory) -> Image:
+    """docker/pipeline.Dockerfile: Logway[spark] (PySpark, pyarrow) on the base with Java 17."""
+    return build_image(podman, tmp_path_factory.mktemp("pipeline-context"), "[spark]", "pipeline.Dockerfile",
+                       JRE_BASE_IMAGE, JRE_BASE_PACKAGES)

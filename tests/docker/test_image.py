@@ -6,12 +6,14 @@ next start. The numbers (build time, image size, start-to-ready) are printed wit
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
 
+import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
@@ -134,6 +136,7 @@ def test_compose_broker(podman: Podman, broker_image: Image):
     project, port = f"logwaytest{uuid.uuid4().hex[:8]}", free_port()
     env = {"BROKER_IMAGE": broker_image.name, "BROKER_PORT": str(port)}
     podman.volumes += [f"{project}_broker-data", f"{project}_pipeline-data"]
+    podman.networks.append(f"{project}_default")
     try:
         compose(project, podman, env, "up", "--detach", "--no-build", "broker")
         podman.containers += project_containers(podman, project)
@@ -145,5 +148,44 @@ def test_compose_broker(podman: Podman, broker_image: Image):
         producer.flush()
         producer.close()
         assert sorted(consume(f"127.0.0.1:{port}", "from-compose", 3, 10)) == sorted(b"c%d" % i for i in range(10))
+    finally:
+        compose(project, podman, env, "down", timeout=120)
+
+
+PIPELINE_REASON = ("the Spark pipeline service needs a 1.1 GB image (Java 17 + PySpark) that adds about 7 min cold "
+                   "and 3 min warm: run it with `make docker-pipeline` (LOGWAY_TEST_DOCKER_PIPELINE=1)")
+
+
+@pytest.mark.skipif(not os.environ.get("LOGWAY_TEST_DOCKER_PIPELINE"), reason=PIPELINE_REASON)
+def test_compose_pipeline(podman: Podman, broker_image: Image, pipeline_image: Image):
+    """`compose up`: the pipeline service produces its page views to the broker service, runs the Spark job and
+    writes the compacted counts topic and the Parquet files to its volume; both match plain-Python counts."""
+    project, port = f"logwaytest{uuid.uuid4().hex[:8]}", free_port()
+    env = {"BROKER_IMAGE": broker_image.name, "PIPELINE_IMAGE": pipeline_image.name, "BROKER_PORT": str(port)}
+    podman.volumes += [f"{project}_broker-data", f"{project}_pipeline-data"]
+    podman.networks.append(f"{project}_default")
+    size = int(podman("image", "inspect", "--format", "{{.Size}}", pipeline_image.name).stdout)
+    print(f"\npipeline image: {size / 1e6:.0f} MB, built in {pipeline_image.build_seconds:.1f} s "
+          f"(Java base image {pipeline_image.base_seconds:.1f} s, 0 when cached)")
+    try:
+        started = time.monotonic()
+        compose(project, podman, env, "up", "--detach", "--no-build")
+        podman.containers += project_containers(podman, project)
+        pipeline = f"{project}_pipeline_1"
+        exit_code = podman("wait", pipeline, timeout=900).stdout.strip()
+        print(f"pipeline service ran in {time.monotonic() - started:.1f} s")
+        logs = podman("logs", pipeline)
+        output = logs.stdout + logs.stderr
+        assert exit_code == "0", output
+        assert "compacted topic equals plain-Python counts: True" in output, output
+        assert "Parquet equals plain-Python counts of windows closed by the watermark: True" in output, output
+        mountpoint = Path(podman("volume", "inspect", "--format", "{{.Mountpoint}}",
+                                 f"{project}_pipeline-data").stdout.strip())
+        assert list((mountpoint / "parquet").rglob("*.parquet")), "no Parquet files in the pipeline volume"
+        # The compacted counts topic is on the broker, reachable from the host too.
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
+        topics = admin.list_topics(timeout=10).topics
+        del admin
+        assert any(name.startswith("page-view-counts-") for name in topics), sorted(topics)
     finally:
         compose(project, podman, env, "down", timeout=120)
