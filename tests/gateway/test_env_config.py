@@ -72,3 +72,13 @@ def test_unknown_name_warns_like_a_file_key(tmp_path, caplog):
     assert "unknown config num.partition (did you mean num.partitions?); ignored" in config.warnings
     assert "config zookeeper.connect is a Kafka setting that does not apply to Logway; ignored" in config.warnings
     assert config.num_partitions == 4
+
+
+def test_users_command_reads_log_dirs_from_the_environment(tmp_path, monkeypatch, capsys):
+    from logway.gateway.cli import main
+
+    monkeypatch.setenv("LOGWAY_LOG_DIRS", str(tmp_path / "data"))
+    assert main(["users", "add", "--user", "alice", "--password", "pw", "--iterations", "4096"]) == 0
+    assert main(["users", "list"]) == 0
+    assert "alice: SCRAM-SHA-256" in capsys.readouterr().out
+    assert any((tmp_path / "data").iterdir())
