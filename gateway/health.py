@@ -29,8 +29,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register `logway health` on the CLI's subcommands."""
     health = sub.add_parser("health", help="exit 0 when a broker answers ApiVersions and Metadata")
     health.add_argument("--bootstrap", required=True, metavar="HOST:PORT", help="the broker to ask")
-    health.add_argument("--timeout", type=float, default=5.0, metavar="S",
+    health.add_argument("--timeout", type=_seconds, default=5.0, metavar="S",
                         help="seconds for the whole check (default 5)")
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected seconds between 0 and 3600")
+    return value
 
 
 def health_command(args: argparse.Namespace) -> int:
