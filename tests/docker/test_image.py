@@ -153,8 +153,8 @@ def test_compose_broker(podman: Podman, broker_image: Image):
         compose(project, podman, env, "down", timeout=120)
 
 
-PIPELINE_REASON = ("the Spark pipeline service needs a 1.1 GB image (Java 17 + PySpark) that adds about 7 min cold "
-                   "and 3 min warm: run it with `make docker-pipeline` (LOGWAY_TEST_DOCKER_PIPELINE=1)")
+PIPELINE_REASON = ("the Spark pipeline service needs a 1.1 GB image (Java 17 + PySpark) that adds about 8 min cold "
+                   "and 4 min warm: run it with `make docker-pipeline` (LOGWAY_TEST_DOCKER_PIPELINE=1)")
 
 
 @pytest.mark.skipif(not os.environ.get("LOGWAY_TEST_DOCKER_PIPELINE"), reason=PIPELINE_REASON)
