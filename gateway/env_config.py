@@ -58,6 +58,7 @@ def env_settings(
     """The broker properties given as LOGWAY_* variables in ``environ`` (Kafka key -> value)."""
     by_env = {env_name(k): k for k in known}
     out: dict[str, str] = {}
+    read: list[str] = []
     for name, value in sorted(environ.items()):
         if not name.startswith(PREFIX) or name.startswith(NOT_SETTINGS_PREFIXES) or name == PREFIX:
             continue
@@ -65,7 +66,8 @@ def env_settings(
         key = None
         if "__" not in suffix:
             key = by_env.get(name) or _listener_key(suffix, security_keys, mechanisms)
-        key = key or confluent_key(suffix)
-        log.debug("config %s from environment variable %s", key, name)
-        out[key] = value
+        out[key or confluent_key(suffix)] = value
+        read.append(f"{name} as {key or confluent_key(suffix)}")
+    if read:  # names only: values may be passwords
+        log.info("settings from the environment: %s", ", ".join(read))
     return out
