@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test soak fuzz bench pipeline lint clean
+.PHONY: run test soak fuzz bench pipeline docker-pipeline lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ fuzz: $(STAMP)
 pipeline: $(STAMP)
 	$(BIN)/python -m logway.spark.pipeline
 	$(BIN)/python -m logway.spark.pipeline --format kafka
+
+# tests/docker with the compose file's Spark pipeline service too (a 1.1 GB Java + PySpark image: minutes, not
+# seconds, so `make test` runs the broker image and the compose broker service only).
+docker-pipeline: $(STAMP)
+	LOGWAY_TEST_DOCKER_PIPELINE=1 $(BIN)/pytest -q -s tests/docker
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bench]'

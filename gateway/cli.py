@@ -8,11 +8,13 @@ import logging
 import os
 import sys
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 import trio
 
-from logway.gateway.config import ConfigError, ServerConfig
+from logway.gateway import health
+from logway.gateway.config import ConfigError, ServerConfig, environment_properties
 from logway.gateway.security.credentials import CredentialStore
 from logway.gateway.security.scram import MECHANISMS
 from logway.gateway.tools.commands import TOOL_COMMANDS
@@ -62,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     users.add_argument("--iterations", type=int, default=4096, help="PBKDF2 iterations (4096-16384)")
     users.add_argument("--log-level", default="WARNING", type=str.upper, choices=LOG_LEVELS)
     add_tool_parsers(sub)
+    health.add_parser(sub)
     return parser
 
 
@@ -91,7 +94,9 @@ def import_kafka_logdir(args: argparse.Namespace) -> int:
 
 def users_command(args: argparse.Namespace) -> int:
     """`logway users add|delete|list`: Kafka's kafka-configs --alter --add-config 'SCRAM-SHA-256=[...]', offline."""
-    overrides = {"log.dirs": args.log_dirs} if args.log_dirs else {}
+    overrides = environment_properties(os.environ)
+    if args.log_dirs:
+        overrides["log.dirs"] = args.log_dirs
     config = ServerConfig.load(args.config, overrides)
     store = CredentialStore(config.log_dirs[0])
     if args.action == "list":
@@ -120,8 +125,9 @@ def users_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def config_from_args(args: argparse.Namespace) -> ServerConfig:
-    overrides: dict[str, str] = {}
+def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> ServerConfig:
+    """Flags over LOGWAY_* environment settings over the --config file, over Kafka's defaults."""
+    overrides = environment_properties(os.environ if environ is None else environ)
     for item in args.override:
         key, sep, value = item.partition("=")
         if not sep:
@@ -163,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         return import_kafka_logdir(args)
     if args.command in TOOL_COMMANDS:
         return run_tool(args)
+    if args.command == "health":
+        return health.health_command(args)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "users":
         try:

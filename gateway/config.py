@@ -5,14 +5,17 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from logway.gateway.config_keys import check_keys, known_keys
+from logway.gateway.config_keys import NOT_APPLICABLE, check_keys, known_keys
+from logway.gateway.env_config import env_settings
 from logway.gateway.security.authorizer import ACL_AUTHORIZER, STANDARD_AUTHORIZER, parse_super_users
 from logway.gateway.security.settings import (
     SECURITY_DEFAULTS,
+    SUPPORTED_MECHANISMS,
     ListenerSecurity,
     SecurityConfigError,
     is_listener_security_key,
@@ -285,9 +288,7 @@ class ServerConfig:
             self.cleaner_config = CleanerConfig.from_broker_properties(p)
         except InvalidConfig as exc:
             raise ConfigError(str(exc)) from None
-        self.warnings = check_keys([k for k in given if not is_listener_security_key(k)],
-                                   known_keys(BROKER_DEFAULTS, BROKER_TO_TOPIC, CLEANER_KEYS, SECURITY_DEFAULTS,
-                                              _READ_ELSEWHERE))
+        self.warnings = check_keys([k for k in given if not is_listener_security_key(k)], broker_keys())
 
     def _read_connection_limits(self, p: dict[str, str]) -> None:
         """Socket-server limits, validated as Kafka's KafkaConfig does (names and messages are Kafka's)."""
@@ -338,6 +339,16 @@ class ServerConfig:
 # Keys read outside the tables above: KRaft listener settings that shape how `listeners` is read.
 _READ_ELSEWHERE = ("listener.security.protocol.map", "controller.listener.names", "sasl.jaas.config",
                    "sasl.mechanism.inter.broker.protocol")
+
+
+def broker_keys() -> frozenset[str]:
+    """Every server.properties key the broker reads (what is not here is warned about as unknown)."""
+    return known_keys(BROKER_DEFAULTS, BROKER_TO_TOPIC, CLEANER_KEYS, SECURITY_DEFAULTS, _READ_ELSEWHERE)
+
+
+def environment_properties(environ: Mapping[str, str]) -> dict[str, str]:
+    """Broker properties given as LOGWAY_<KAFKA_NAME> variables (see gateway/env_config.py)."""
+    return env_settings(environ, broker_keys() | NOT_APPLICABLE, SECURITY_DEFAULTS, SUPPORTED_MECHANISMS)
 
 
 def read_properties_file(path: Path) -> str:
