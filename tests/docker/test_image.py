@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -69,11 +70,12 @@ def test_image_is_small_and_has_no_build_tools(podman: Podman, broker_image: Ima
 
 
 def test_broker_container(podman: Podman, broker_image: Image, tmp_path: Path):
-    port, volume = free_port(), f"logway-test-{uuid.uuid4().hex[:8]}"
+    port, metrics_port, volume = free_port(), free_port(), f"logway-test-{uuid.uuid4().hex[:8]}"
     bootstrap = f"127.0.0.1:{port}"
     podman.volumes.append(volume)
     started = time.monotonic()
-    cid = podman("run", "--detach", "--publish", f"127.0.0.1:{port}:9092", "--volume", f"{volume}:/var/lib/logway",
+    cid = podman("run", "--detach", "--publish", f"127.0.0.1:{port}:9092", "--publish",
+                 f"127.0.0.1:{metrics_port}:9404", "--volume", f"{volume}:/var/lib/logway",
                  "--env", f"LOGWAY_ADVERTISED_LISTENERS=PLAINTEXT://{bootstrap}", "--env", "LOGWAY_NUM_PARTITIONS=3",
                  "--env", "LOGWAY_LOG_RETENTION_MS=3600000", broker_image.name).stdout.strip()
     podman.containers.append(cid)
@@ -93,6 +95,10 @@ def test_broker_container(podman: Podman, broker_image: Image, tmp_path: Path):
     assert (retention.value, retention.source) == ("3600000", ConfigSource.STATIC_BROKER_CONFIG.value)
     del admin  # closed now, not when the container is stopped (librdkafka would log the lost connection)
     assert sorted(consume(bootstrap, "in-docker", 3, 50)) == sorted(b"v%d" % i for i in range(50))
+    # The image serves Prometheus metrics on 9404: the 50 records show in the topic's message count.
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as scrape:
+        metrics = scrape.read().decode()
+    assert 'kafka_server_brokertopicmetrics_messagesin_total{topic="in-docker"} 50.0' in metrics, metrics[:2000]
 
     podman("stop", "--time", "30", cid)  # SIGTERM
     assert podman("inspect", "--format", "{{.State.ExitCode}}", cid).stdout.strip() == "0"
@@ -104,7 +110,8 @@ def test_broker_container(podman: Podman, broker_image: Image, tmp_path: Path):
 
     podman("start", cid)
     wait_ready(bootstrap, podman, cid)
-    assert not (mountpoint / CLEAN_MARKER).exists()  # read (no recovery scan) and removed by the start
+    assert not (mountpoint / CLEAN_MARKER).exists()  # read and removed by the start
+    assert "clean shutdown: recovery skipped" in podman("logs", cid).stderr.split("received SIGTERM")[-1]
     assert sorted(consume(bootstrap, "in-docker", 3, 50)) == sorted(b"v%d" % i for i in range(50))
     podman("stop", "--time", "30", cid)
     assert podman("inspect", "--format", "{{.State.ExitCode}}", cid).stdout.strip() == "0"
