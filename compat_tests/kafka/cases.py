@@ -579,6 +579,101 @@ def alter_configs(side: Side, v: int, topic: str) -> Steps:
     }
 
 
+# --- Dynamic broker configs (BROKER resources): each case puts the reference broker back as it found it ----
+
+BROKER_KEYS = ["log.retention.ms", "log.segment.bytes", "log.cleanup.policy", "log.cleaner.backoff.ms",
+               "log.retention.hours", "message.max.bytes", "custom.unknown.key"]
+TOPIC_KEYS = ["retention.ms", "segment.bytes", "cleanup.policy", "max.message.bytes"]
+
+
+def _ordered(resp: Any) -> Steps:
+    """Entries with their synonyms in the broker's order (the normaliser would sort them by name)."""
+    r = resp.results[0]
+    return {"error_code": r.error_code, "entries": {
+        c.name: (c.value, c.config_source, c.read_only, [(s.name, s.value, s.source) for s in c.synonyms])
+        for c in r.configs if c.name not in FORMAT_ARTEFACTS}}
+
+
+def _settled(side: Side, rtype: int, name: str, keys: list[str] | None, key: str, value: str | None) -> Steps:
+    """DescribeConfigs once ``key`` shows ``value`` (Kafka applies a dynamic change a few ms after answering)."""
+    def shows(resp: Any) -> bool:
+        values = {c.name: c.value for c in resp.results[0].configs}
+        return values.get(key) == value
+    fields = {"resources": [{"resource_type": rtype, "resource_name": name, "configuration_keys": keys}],
+              "include_synonyms": True, "include_documentation": False}
+    return _ordered(side.retry(32, 4, fields, shows, timeout=10))
+
+
+@case(44, "broker: set at both levels, describe, delete")
+def incremental_alter_broker(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic, configs={"segment.bytes": "1048576"})
+    try:
+        out = {
+            "default": _incremental(side, v, "", ("log.retention.ms", SET, "7200000"),
+                                    ("log.segment.bytes", SET, "2097152"), ("log.cleaner.backoff.ms", SET, "20000"),
+                                    ("custom.unknown.key", SET, "x"), rtype=BROKER),
+            "broker": _incremental(side, v, "1", ("log.segment.bytes", SET, "3145728"),
+                                   ("log.cleanup.policy", APPEND, "compact"), rtype=BROKER),
+            "described default": _settled(side, BROKER, "", None, "log.segment.bytes", "2097152"),
+            "described broker": _settled(side, BROKER, "1", BROKER_KEYS, "log.segment.bytes", "3145728"),
+            "described topic": _settled(side, TOPIC, topic, TOPIC_KEYS, "retention.ms", "7200000"),
+        }
+    finally:
+        out["delete default"] = _incremental(side, v, "", ("log.retention.ms", DELETE, None),
+                                             ("log.segment.bytes", DELETE, None), ("custom.unknown.key", DELETE, None),
+                                             ("log.cleaner.backoff.ms", DELETE, None), rtype=BROKER)
+        out["delete broker"] = _incremental(side, v, "1", ("log.segment.bytes", DELETE, None),
+                                            ("log.cleanup.policy", DELETE, None), rtype=BROKER)
+    out["after delete"] = _settled(side, BROKER, "1", BROKER_KEYS, "log.segment.bytes", "1073741824")
+    out["default after delete"] = _settled(side, BROKER, "", None, "log.segment.bytes", None)
+    out["topic after delete"] = _settled(side, TOPIC, topic, TOPIC_KEYS, "retention.ms", "604800000")
+    return out
+
+
+@case(44, "broker errors: not dynamic, per-broker only, bad value, other or bad id, null, append, validate_only")
+def incremental_alter_broker_errors(side: Side, v: int, topic: str) -> Steps:
+    def one(name: str, *ops: tuple[str, int, str | None], validate_only: bool = False) -> Any:
+        resp = _incremental(side, v, name, *ops, rtype=BROKER, validate_only=validate_only)
+        return [(r.error_code, r.resource_name) for r in resp.responses]
+    return {
+        "not dynamic": one("", ("num.partitions", SET, "3")),
+        "not dynamic, this broker": one("1", ("log.retention.hours", SET, "3")),
+        "listeners at the default level": one("", ("listeners", SET, "PLAINTEXT://:1")),
+        "bad value": one("", ("log.retention.ms", SET, "soon")),
+        "other broker": one("2", ("log.retention.ms", SET, "5")),
+        "not a number": one("abc", ("log.retention.ms", SET, "5")),
+        "null": one("1", ("log.retention.ms", SET, None)),
+        "append to a number": one("1", ("log.retention.ms", APPEND, "5")),
+        "operation 9": one("1", ("log.retention.ms", 9, "5")),
+        "validate_only": one("1", ("log.retention.ms", SET, "5"), validate_only=True),
+        "unchanged": _ordered(_describe(side, 4, BROKER, "1", ["log.retention.ms"])),
+    }
+
+
+@case(33, "broker: replace this broker's set, then clear it")
+def alter_configs_broker(side: Side, v: int, topic: str) -> Steps:
+    def replace(configs: dict[str, str]) -> Any:
+        entries = [{"name": k, "value": value} for k, value in configs.items()]
+        resp = side.call(33, v, {"resources": [{"resource_type": BROKER, "resource_name": "1", "configs": entries}],
+                                 "validate_only": False})
+        return [(r.error_code, r.resource_name) for r in resp.responses]
+    try:
+        out = {"replace": replace({"log.retention.ms": "7200000", "message.max.bytes": "2000000"}),
+               "described": _settled(side, BROKER, "1", BROKER_KEYS, "message.max.bytes", "2000000"),
+               "not dynamic": replace({"num.partitions": "4"})}
+    finally:
+        out["clear"] = replace({})
+    out["after clear"] = _settled(side, BROKER, "1", BROKER_KEYS, "message.max.bytes", "1048588")
+    return out
+
+
+@case(32, "broker: other id, not a number")
+def describe_configs_broker_ids(side: Side, v: int, topic: str) -> Steps:
+    return {"other id": _describe(side, v, BROKER, "2", ["log.retention.ms"]),
+            "not a number": _describe(side, v, BROKER, "abc", ["log.retention.ms"]),
+            "cluster default, nothing set": _entries(_describe(side, v, BROKER, "", None))}
+
+
 # --- DeleteRecords ---------------------------------------------------------------------------------
 
 

@@ -169,15 +169,6 @@ def test_kafka_python_alter_configs(gateway, topic_name):
     assert _describe(admin, resource)["retention.ms"].value == "3600000"
 
 
-@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated")
-def test_broker_resources_are_refused_with_a_clear_message(gateway):
-    admin = _admin(gateway)
-    resource = ConfigResource(ConfigResource.Type.BROKER, "1", set_config={"log.retention.ms": "1000"})
-    with pytest.raises(KafkaException, match="dynamic broker configs") as info:
-        admin.alter_configs([resource], request_timeout=10)[resource].result(10)
-    assert info.value.args[0].name() == "INVALID_REQUEST"
-
-
 def test_delete_records_moves_the_start_offset_and_drops_segments(gateway, topic_name):
     from confluent_kafka import Consumer
 
