@@ -25,6 +25,7 @@ LOGWAY_VERSIONS = {
     13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
     22: (0, 5), 23: (2, 4), 29: (1, 3), 30: (1, 3), 31: (1, 3), 32: (1, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
     42: (0, 2), 44: (0, 1), 47: (0, 0), 50: (0, 0), 51: (0, 0), 60: (0, 1),
+    35: (1, 5), 43: (0, 2), 45: (0, 1), 46: (0, 0), 75: (0, 0),
 }
 API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
              10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
@@ -33,7 +34,9 @@ API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "Offs
              36: "SaslAuthenticate", 42: "DeleteGroups", 47: "OffsetDelete", 50: "DescribeUserScramCredentials",
              51: "AlterUserScramCredentials", 60: "DescribeCluster", 29: "DescribeAcls", 30: "CreateAcls",
              31: "DeleteAcls",
-             21: "DeleteRecords", 33: "AlterConfigs", 44: "IncrementalAlterConfigs"}
+             21: "DeleteRecords", 33: "AlterConfigs", 44: "IncrementalAlterConfigs", 35: "DescribeLogDirs",
+             43: "ElectLeaders", 45: "AlterPartitionReassignments", 46: "ListPartitionReassignments",
+             75: "DescribeTopicPartitions"}
 
 Steps = dict[str, Any]
 CaseFn = Callable[[Side, int, str], Steps]
@@ -701,6 +704,101 @@ def delete_records(side: Side, v: int, topic: str) -> Steps:
         "unknown partition": _delete_records(side, v, topic, (7, 0)),
         "unknown topic": _delete_records(side, v, topic + "-x", (0, 0)),
     }
+
+
+# --- DescribeLogDirs, DescribeTopicPartitions, ElectLeaders, partition reassignments (one broker) -----------
+
+def _log_dirs(resp: Any, topic: str) -> Steps:
+    """The answer with the paths masked and only this case's topic kept (other cases' topics share the dir)."""
+    out = {"error_code": getattr(resp, "error_code", None), "dirs": []}
+    for r in resp.results:
+        partitions = {t.name: sorted((p.partition_index, p.partition_size, p.offset_lag, p.is_future_key)
+                                     for p in t.partitions) for t in r.topics if t.name.startswith(topic)}
+        out["dirs"].append({"error_code": r.error_code, "topics": partitions,
+                            "total bytes set": getattr(r, "total_bytes", 1) > 0,
+                            "usable bytes set": getattr(r, "usable_bytes", 1) > 0})
+    return out
+
+
+@case(35, "a topic with data, an empty one, an unknown one, chosen partitions")
+def describe_log_dirs(side: Side, v: int, topic: str) -> Steps:
+    _with_data(side, topic)
+    side.create_topic(topic + "-empty", partitions=2)
+    def ask(topics: list[dict] | None) -> Any:
+        return _log_dirs(side.call(35, v, {"topics": topics}), topic)
+    return {"all": ask(None),
+            "chosen": ask([{"topic": topic, "partitions": [0, 5]}, {"topic": topic + "-empty", "partitions": [1]},
+                           {"topic": topic + "-none", "partitions": [0]}]),
+            "none": ask([])}
+
+
+def _describe_partitions(side: Side, names: list[str], limit: int = 2000, cursor: tuple[str, int] | None = None) -> Any:
+    return side.call(75, 0, {"topics": [{"name": n} for n in names], "response_partition_limit": limit,
+                             "cursor": None if cursor is None else {"topic_name": cursor[0], "partition_index": cursor[1]}})
+
+
+@case(75, "topics, unknown topic, invalid name")
+def describe_topic_partitions(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic, partitions=3)
+    side.create_topic(topic + "-b", partitions=1)
+    return {"two topics": _describe_partitions(side, [topic + "-b", topic]),
+            "unknown": _describe_partitions(side, [topic + "-none"]),
+            "invalid name": _describe_partitions(side, ["bad name!"])}
+
+
+@case(75, "pagination: partition limit and cursor")
+def describe_topic_partitions_pages(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic + "-a", partitions=3)
+    side.create_topic(topic + "-b", partitions=2)
+    names = [topic + "-a", topic + "-b"]
+    return {"limit 2": _describe_partitions(side, names, 2),
+            "from a-2, limit 2": _describe_partitions(side, names, 2, (topic + "-a", 2)),
+            "from b-1": _describe_partitions(side, names, 10, (topic + "-b", 1)),
+            "limit 0": _describe_partitions(side, names, 0),
+            "cursor on an unknown topic": _describe_partitions(side, names, 10, (topic + "-0", 0))}
+
+
+@case(43, "preferred and unclean: already the leader, unknown partition and topic")
+def elect_leaders(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic, partitions=2)
+    def elect(election_type: int, partitions: list[dict] | None) -> Any:
+        return side.call(43, v, {"election_type": election_type, "topic_partitions": partitions, "timeout": 10_000})
+    chosen = [{"topic": topic, "partitions": [0, 1, 7]}, {"topic": topic + "-none", "partitions": [0]}]
+    out = {"preferred": elect(0, chosen), "unclean": elect(1, chosen) if v >= 1 else None,
+           "election type 5": elect(5, chosen) if v >= 1 else None}
+    everything = elect(0, None)
+    out["all partitions"] = {"error_code": getattr(everything, "error_code", None),
+                             "results": [r for r in everything.replica_election_results if r.topic.startswith(topic)]}
+    return out
+
+
+@case(46, "nothing in progress: all, chosen partitions, unknown topic")
+def list_partition_reassignments(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    def ask(topics: list[dict] | None) -> Any:
+        return side.call(46, v, {"timeout": 10_000, "topics": topics})
+    return {"all": ask(None), "chosen": ask([{"name": topic, "partitions": [0, 3]}]),
+            "unknown topic": ask([{"name": topic + "-none", "partitions": [0]}])}
+
+
+@case(45, "same replica, cancel, another broker, unknown partition and topic")
+def alter_partition_reassignments(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic, partitions=2)
+    def alter(partitions: list[tuple[str, int, list[int] | None]], **extra: Any) -> Any:
+        topics: dict[str, list] = {}
+        for name, index, replicas in partitions:
+            topics.setdefault(name, []).append({"partition_index": index, "replicas": replicas})
+        return side.call(45, v, {"timeout": 10_000, "topics": [{"name": n, "partitions": p} for n, p in topics.items()],
+                                 **extra})
+    return {"same replica": alter([(topic, 0, [1])]),
+            "cancel (nothing in progress)": alter([(topic, 1, None)]),
+            "another broker": alter([(topic, 0, [2])]),
+            "two replicas": alter([(topic, 0, [1, 2])]),
+            "duplicate replica": alter([(topic, 0, [1, 1])]),
+            "empty replicas": alter([(topic, 0, [])]),
+            "unknown partition": alter([(topic, 9, [1])]),
+            "unknown topic": alter([(topic + "-none", 0, [1])]),
+            "listed after": side.call(46, 0, {"timeout": 10_000, "topics": None})}
 
 
 # --- Group coordination ----------------------------------------------------------------------------
