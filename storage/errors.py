@@ -47,13 +47,22 @@ class RecordBatchTooLarge(KafkaError):
     error_code = ErrorCode.record_list_too_large
 
 
-class InvalidRecord(KafkaError):
+class RecordErrors(KafkaError):
+    """An error that names the offending records of the batch: (index in the batch, message) pairs, which
+    Produce v8+ answers as ``record_errors`` (Kafka's RecordValidationException)."""
+
+    def __init__(self, message: str = "", record_errors: tuple[tuple[int, str], ...] = ()) -> None:
+        super().__init__(message)
+        self.record_errors = record_errors
+
+
+class InvalidRecord(RecordErrors):
     """Well-formed bytes that break a record rule (Kafka's InvalidRecordException)."""
 
     error_code = ErrorCode.invalid_record
 
 
-class InvalidTimestamp(KafkaError):
+class InvalidTimestamp(RecordErrors):
     """A CreateTime timestamp outside message.timestamp.before/after.max.ms of the broker clock."""
 
     error_code = ErrorCode.invalid_timestamp

@@ -72,8 +72,41 @@ def _validate_one(view: memoryview, pos: int, config: LogConfig, now_ms: int, to
         raise InvalidRecord(f"{e} in topic partition {topic_partition}") from None
     except CorruptBatch as e:
         raise CorruptRecord(f"{e} in topic partition {topic_partition}") from None
-    _check_timestamps(header, records, config, now_ms)
+    try:
+        _check_timestamps(header, records, config, now_ms)
+    except InvalidTimestamp as e:
+        if "out of range" not in str(e):
+            raise
+        low, high = now_ms - config.message_timestamp_before_max_ms, now_ms + config.message_timestamp_after_max_ms
+        raise InvalidTimestamp("One or more records have been rejected due to invalid timestamp",
+                               _timestamp_errors(view[pos : pos + header.size], low, high)) from None
     return ValidBatch(pos, header, records)
+
+
+def _decoded(raw: memoryview) -> list:
+    """The records of a batch already validated: only for naming the offending ones once a batch is refused."""
+    return decode_batch(raw, verify_crc=False).records
+
+
+def _timestamp_errors(raw: memoryview, low: int, high: int) -> tuple[tuple[int, str], ...]:
+    """Every record outside [low, high], as Kafka's LogValidator.validateTimestamp names them."""
+    errors = []
+    for i, record in enumerate(_decoded(raw)):
+        if record.timestamp != NO_TIMESTAMP and not low <= record.timestamp <= high:
+            errors.append((i, f"Timestamp {record.timestamp} of message with offset {i} is out of range. "
+                              f"The timestamp should be within [{low}, {high}]"))
+    return tuple(errors)
+
+
+def _keyless_errors(view: memoryview, batches: list[ValidBatch], topic_partition: str) -> InvalidRecord:
+    """Kafka's LogValidator.validateKey for each keyless record, reported as a RecordValidationException."""
+    message = f"Compacted topic cannot accept message without key in topic partition {topic_partition}"
+    errors = tuple((i, message) for batch in batches if batch.records.null_keys
+                   for i, record in enumerate(_decoded(view[batch.pos : batch.pos + batch.header.size]))
+                   if record.key is None)
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+    return InvalidRecord(f"One or more records have been rejected due to {len(errors)} record errors in total, and "
+                         f"only showing the first three errors at most: [{shown}]", errors)
 
 
 def _check_timestamps(header: BatchHeader, records: RecordsSummary, config: LogConfig, now_ms: int) -> None:
@@ -109,7 +142,7 @@ def convert_batches(
     max.message.bytes again, as Kafka's UnifiedLog.append does after recompression.
     """
     if compacted and any(batch.records.null_keys for batch in batches):
-        raise InvalidRecord(f"Compacted topic cannot accept message without key in topic partition {topic_partition}.")
+        raise _keyless_errors(view, batches, topic_partition)
     if codec is None or all(batch.header.compression == codec for batch in batches):
         return view, batches
     parts: list[bytes | memoryview] = []

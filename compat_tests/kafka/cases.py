@@ -8,6 +8,8 @@ needs a newer field).
 
 from __future__ import annotations
 
+import re
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +18,7 @@ from typing import Any
 from compat_tests.kafka.sides import BASE_TIMESTAMP, Side, corrupt, records
 from compat_tests.kafka.wire_client import Closed, request_frame
 from logway.wire.protocol import build, encode_body, request_type
+from logway.wire.records import NewRecord, build_batch
 
 NO_ID = uuid.UUID(int=0)
 
@@ -158,6 +161,34 @@ def produce_acks0(side: Side, v: int, topic: str) -> Steps:
         listed = c.call(2, 1, {"replica_id": -1, "topics": [{"name": topic, "partitions": [
             {"partition_index": 0, "timestamp": -1}]}]})
     return {"latest after acks=0": listed}
+
+
+def _keyed(keys: list[bytes | None], timestamps: list[int] | None = None, **batch_args: Any) -> bytes:
+    stamps = timestamps or [BASE_TIMESTAMP + i for i in range(len(keys))]
+    return build_batch([NewRecord(k, b"v", timestamp=t) for k, t in zip(keys, stamps, strict=True)], **batch_args)
+
+
+@case(0, "record errors: keyless records on a compacted topic, timestamps out of range", min_version=3)
+def produce_record_errors(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic, configs={"cleanup.policy": "compact"})
+    side.create_topic(topic + "-ts", configs={"message.timestamp.after.max.ms": "60000",
+                                              "message.timestamp.before.max.ms": "86400000"})
+    now = int(time.time() * 1000)
+    future, past = now + 3_600_000, now - 3 * 86_400_000
+
+    def produce(name: str, batch: bytes) -> Any:
+        # The messages name clock readings (the broker's bounds, the records' times taken per side): masked.
+        p = _produce(side, v, name, batch).responses[0].partition_responses[0]
+        errors = [(e.batch_index, re.sub(r"\d{12,}", "T", e.batch_index_error_message or ""))
+                  for e in getattr(p, "record_errors", ())]
+        return {"error_code": p.error_code, "base_offset": p.base_offset, "record_errors": errors}
+    return {
+        "keyless 1 and 3": produce(topic, _keyed([b"a", None, b"c", None])),
+        "keyless, gzip": produce(topic, _keyed([None, b"b"], compression=1)),
+        "all keyed": produce(topic, _keyed([b"a", b"b"])),
+        "future 2, past 0": produce(topic + "-ts", _keyed([b"a", b"b", b"c"], [past, now, future])),
+        "in range": produce(topic + "-ts", _keyed([b"a"], [now])),
+    }
 
 
 @case(0, "invalid required acks")
