@@ -61,6 +61,8 @@ def test_topic_command_creates_lists_and_describes(bootstrap: str) -> None:
     described = tool(TOPICS, "--bootstrap-server", bootstrap, "--describe", "--topic", topic).stdout
     assert "PartitionCount: 3" in described and "retention.ms=3600000" in described
     assert sorted(re.findall(r"Partition: (\d+)\tLeader: 1", described)) == ["0", "1", "2"]
+    # Kafka 4's Admin describes topics with DescribeTopicPartitions (KIP-966): the ELR columns come from it.
+    assert described.count("\tElr: \tLastKnownElr: ") == 3, described
     tool(TOPICS, "--bootstrap-server", bootstrap, "--alter", "--topic", topic, "--partitions", "5")
     described = tool(TOPICS, "--bootstrap-server", bootstrap, "--describe", "--topic", topic).stdout
     assert "PartitionCount: 5" in described
