@@ -3,8 +3,9 @@ BROKER resource, persisted under the first log dir, applied at once and again on
 
 Two levels, as Kafka: the cluster-wide default (resource name "") and this broker (its node id); the
 effective value of a key is the per-broker one, else the cluster default, else server.properties, else
-Kafka's default. Kafka keeps them in its metadata log; a single broker keeps one properties file per level
-(``dynamic-broker-default.properties``, ``dynamic-broker-<node id>.properties``) beside the data.
+Kafka's default. Kafka keeps them in its metadata log; a single broker keeps one JSON object per level
+(``dynamic-broker-default.json``, ``dynamic-broker-<node id>.json``) beside the data: JSON, not a
+properties file, so any name a client sends (custom configs may hold "=", newlines, ...) reads back as sent.
 
 What may change: the log defaults Kafka reconfigures dynamically (DynamicLogConfig: the primary broker
 synonym of every topic config, e.g. ``log.retention.ms``, ``log.segment.bytes``, ``log.cleanup.policy``,
@@ -18,12 +19,13 @@ quotas) gets INVALID_REQUEST saying so. Names Kafka does not know are stored and
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
 
 from logway.gateway.broker_config_types import KAFKA_BROKER_CONFIGS
-from logway.gateway.config import BROKER_DEFAULTS, parse_properties
+from logway.gateway.config import BROKER_DEFAULTS
 from logway.storage.checkpoints import write_atomically
 from logway.storage.cleaner import CLEANER_KEYS, CleanerConfig
 from logway.storage.config import BROKER_TO_TOPIC, LogConfig
@@ -33,7 +35,7 @@ from logway.wire.errors import ErrorCode, KafkaError
 log = logging.getLogger(__name__)
 
 DEFAULT_RESOURCE = ""
-_FILE = "dynamic-broker-{}.properties"
+_FILE = "dynamic-broker-{}.json"
 
 # Kafka's DynamicLogConfig.ReconfigurableConfigs: the primary broker synonym of each topic config.
 _PRIMARY_LOG_KEYS = frozenset(
@@ -100,11 +102,13 @@ class DynamicBrokerConfigs:
         """Read both files; a missing file is an empty level, an entry that no longer validates is skipped."""
         for level in self.levels:
             try:
-                props = parse_properties(self.path(level).read_text(encoding="utf-8"))
+                props = json.loads(self.path(level).read_text(encoding="utf-8"))
             except FileNotFoundError:
                 continue
-            except (OSError, UnicodeDecodeError) as exc:
+            except (OSError, ValueError) as exc:
                 raise KafkaStorageError(f"cannot read the dynamic broker configs {self.path(level)}: {exc}") from None
+            if not isinstance(props, dict) or not all(isinstance(v, str) for v in props.values()):
+                raise KafkaStorageError(f"{self.path(level)}: expected a JSON object of strings")
             good = {}
             for key, value in props.items():
                 try:
@@ -118,7 +122,7 @@ class DynamicBrokerConfigs:
     def save(self, level: str, props: Mapping[str, str]) -> None:
         """Persist one level (temp file, fsync, rename, fsync of the dir): file work, for a worker thread."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        write_atomically(self.path(level), "".join(f"{k}={v}\n" for k, v in sorted(props.items())), sync_dir=True)
+        write_atomically(self.path(level), json.dumps(dict(sorted(props.items())), indent=1) + "\n", sync_dir=True)
 
     def effective(self, static: Mapping[str, str], replace: tuple[str, Mapping[str, str]] | None = None) -> dict[str, str]:
         """server.properties overlaid by the cluster default, then by this broker's level (Kafka's precedence);

@@ -4,6 +4,7 @@ DescribeConfigs names where each value comes from."""
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 from pathlib import Path
@@ -153,5 +154,22 @@ def test_configs_that_cannot_change_get_kafkas_invalid_request(gateway, name, en
 def test_validate_only_changes_nothing(gateway):
     _alter_cluster_default(gateway, {"log.retention.ms": ("SET", "5")}, validate_only=True)
     assert _describe_cluster_default(gateway) == {}
-    saved = gateway.data_dir / "dynamic-broker-default.properties"
+    saved = gateway.data_dir / "dynamic-broker-default.json"
     assert not saved.exists() or "log.retention.ms" not in saved.read_text()
+
+
+def test_stored_configs_that_no_longer_apply_are_skipped_and_a_corrupt_file_stops_start_up(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "dynamic-broker-default.json").write_text(json.dumps(
+        {"log.retention.ms": "3600000", "num.partitions": "7", "log.segment.bytes": "lots", "x=y\nz": "odd"}))
+    gw = InProcessGateway(data, {"node.id": "1"}).start()
+    try:
+        assert _describe_cluster_default(gw) == {"log.retention.ms": ("3600000", 3), "x=y\nz": (None, 3)}
+        assert gw.broker.logs.default_config.retention_ms == 3600000
+    finally:
+        gw.stop()
+    (data / "dynamic-broker-1.json").write_text("{not json")
+    with pytest.raises(RuntimeError) as info:
+        InProcessGateway(data, {"node.id": "1"}).start()
+    assert "dynamic-broker-1.json" in str(info.value.__cause__)
