@@ -78,17 +78,18 @@ def _validate_one(view: memoryview, pos: int, config: LogConfig, now_ms: int, to
         if "out of range" not in str(e):
             raise
         low, high = now_ms - config.message_timestamp_before_max_ms, now_ms + config.message_timestamp_after_max_ms
+        raw = bytes(view[pos : pos + header.size])  # the request buffer may be reused before the records are named
         raise InvalidTimestamp("One or more records have been rejected due to invalid timestamp",
-                               _timestamp_errors(view[pos : pos + header.size], low, high)) from None
+                               lambda: _timestamp_errors(raw, low, high)) from None
     return ValidBatch(pos, header, records)
 
 
-def _decoded(raw: memoryview) -> list:
+def _decoded(raw: bytes) -> list:
     """The records of a batch already validated: only for naming the offending ones once a batch is refused."""
     return decode_batch(raw, verify_crc=False).records
 
 
-def _timestamp_errors(raw: memoryview, low: int, high: int) -> tuple[tuple[int, str], ...]:
+def _timestamp_errors(raw: bytes, low: int, high: int) -> tuple[tuple[int, str], ...]:
     """Every record outside [low, high], as Kafka's LogValidator.validateTimestamp names them."""
     errors = []
     for i, record in enumerate(_decoded(raw)):
@@ -99,14 +100,17 @@ def _timestamp_errors(raw: memoryview, low: int, high: int) -> tuple[tuple[int, 
 
 
 def _keyless_errors(view: memoryview, batches: list[ValidBatch], topic_partition: str) -> InvalidRecord:
-    """Kafka's LogValidator.validateKey for each keyless record, reported as a RecordValidationException."""
+    """Kafka's LogValidator.validateKey for each keyless record, reported as a RecordValidationException (its
+    message shows the first three by index; the records are named only when asked: see RecordErrors)."""
     message = f"Compacted topic cannot accept message without key in topic partition {topic_partition}"
-    errors = tuple((i, message) for batch in batches if batch.records.null_keys
-                   for i, record in enumerate(_decoded(view[batch.pos : batch.pos + batch.header.size]))
-                   if record.key is None)
-    shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
-    return InvalidRecord(f"One or more records have been rejected due to {len(errors)} record errors in total, and "
-                         f"only showing the first three errors at most: [{shown}]", errors)
+    raws = [bytes(view[b.pos : b.pos + b.header.size]) for b in batches if b.records.null_keys]
+
+    def name_records() -> tuple[tuple[int, str], ...]:
+        return tuple((i, message) for raw in raws for i, record in enumerate(_decoded(raw)) if record.key is None)
+
+    total = sum(b.records.null_keys for b in batches)
+    return InvalidRecord(f"One or more records have been rejected due to {total} record errors in total, and only "
+                         "showing the first three errors at most", name_records)
 
 
 def _check_timestamps(header: BatchHeader, records: RecordsSummary, config: LogConfig, now_ms: int) -> None:

@@ -20,7 +20,7 @@ import trio
 
 from logway.gateway.broker import now_ms
 from logway.gateway.security.authorizer import Operation
-from logway.storage.errors import UnknownTopicOrPartition
+from logway.storage.errors import RecordErrors, UnknownTopicOrPartition
 from logway.wire.batch import LENGTH_POS, LOG_OVERHEAD, MAGIC_POS, MAGIC_V2
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.produce import ProducePartitionResult, decode_produce_request, encode_produce_response
@@ -94,9 +94,15 @@ async def handle(ctx, _request):
                 partitions_out.append(ProducePartitionResult(part.index, exc.error_code))
                 failures.append((name, part.index, exc))
                 continue
+            except RecordErrors as exc:
+                # v8+: name the offending records, off the event loop (it reads every record of the batch).
+                named = await trio.to_thread.run_sync(exc.name_records) if ctx.version >= 8 else ()
+                partitions_out.append(ProducePartitionResult(part.index, exc.error_code,
+                                                             error_message=exc.message_with(named), record_errors=named))
+                failures.append((name, part.index, exc))
+                continue
             except KafkaError as exc:
-                partitions_out.append(ProducePartitionResult(part.index, exc.error_code, error_message=str(exc),
-                                                             record_errors=getattr(exc, "record_errors", ())))
+                partitions_out.append(ProducePartitionResult(part.index, exc.error_code, error_message=str(exc)))
                 failures.append((name, part.index, exc))
                 continue
             if not result.duplicate:
