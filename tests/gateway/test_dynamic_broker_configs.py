@@ -173,3 +173,24 @@ def test_stored_configs_that_no_longer_apply_are_skipped_and_a_corrupt_file_stop
     with pytest.raises(RuntimeError) as info:
         InProcessGateway(data, {"node.id": "1"}).start()
     assert "dynamic-broker-1.json" in str(info.value.__cause__)
+
+
+def test_kafka_python_alters_and_describes_this_brokers_configs(gateway, topic_name):
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource as PyResource
+
+    admin = KafkaAdminClient(bootstrap_servers=gateway.bootstrap, request_timeout_ms=10000)
+    try:
+        admin.alter_configs([PyResource("BROKER", "1", {"message.max.bytes": ("SET", "300")})], incremental=True)
+        described = admin.describe_configs([PyResource("BROKER", "1", ["message.max.bytes"])])
+        entry = described["broker"]["1"]["message.max.bytes"]
+        assert (entry["value"], entry["config_source"], entry["read_only"]) == ("300", "DYNAMIC_BROKER_CONFIG", False)
+        # Topics without a max.message.bytes override now refuse larger batches.
+        producer = Producer({"bootstrap.servers": gateway.bootstrap, "linger.ms": 0, "message.send.max.retries": 0})
+        errors = []
+        producer.produce(topic_name, value=b"z" * 500, on_delivery=lambda err, _msg: errors.append(err))
+        producer.flush(10)
+        assert [e.name() for e in errors] == ["MSG_SIZE_TOO_LARGE"]
+    finally:
+        admin.alter_configs([PyResource("BROKER", "1", {"message.max.bytes": ("DELETE", None)})], incremental=True)
+        admin.close()
