@@ -65,7 +65,6 @@ class Broker:
             [Path(d) for d in config.log_dirs], config.log_config,
             cleaner_config=config.cleaner_config, max_open_segments=config.max_open_segments,
         )
-        self._dynamic_lock = trio.Lock()
         self.cluster_id = ""
         self._waiters: defaultdict[tuple[str, int], set[trio.Event]] = defaultdict(set)
         self._creation_lock = trio.Lock()
@@ -264,8 +263,9 @@ class Broker:
     async def alter_broker_config(self, level: str, change: Callable[[dict[str, str]], dict[str, str] | None]) -> None:
         """AlterConfigs on a BROKER resource ("" = cluster default, else this node's id): ``change`` maps the
         level's current dynamic configs to the new ones (None: validate only). The file is written first
-        (on a worker thread), then the logs take the new defaults at once."""
-        async with self._dynamic_lock:
+        (on a worker thread), then the logs take the new defaults at once. One at a time with topic and
+        partition creation, so partitions being made never miss a new default."""
+        async with self._creation_lock:
             new = change(dict(self.dynamic.levels[level]))
             if new is None:
                 return
