@@ -62,6 +62,8 @@ _PER_BROKER_ONLY = frozenset({"listeners", "advertised.listeners", "listener.sec
 
 def _known_static(key: str) -> bool:
     """A Kafka broker config Logway knows that Kafka cannot change dynamically."""
+    if _not_applied(key):
+        return False
     known = KAFKA_BROKER_CONFIGS.get(key)
     if known is not None:
         return known.read_only
