@@ -4,6 +4,8 @@ compared with Apache Kafka's by compat_tests/kafka)."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 from confluent_kafka import ElectionType, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
@@ -11,6 +13,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient
 from kafka.errors import InvalidReplicationAssignmentError
 from kafka.structs import TopicPartition
+from raw_requests import exchange
 
 from logway.gateway.in_process import InProcessGateway
 
@@ -97,3 +100,30 @@ def test_confluent_describe_topics_lists_partitions_leader_and_isr(gateway, topi
     description = confluent.describe_topics(TopicCollection([topic_name]))[topic_name].result(10)
     assert [(p.id, p.leader.id, [r.id for r in p.isr]) for p in description.partitions] == [
         (0, 1, [1]), (1, 1, [1]), (2, 1, [1])]
+
+
+def test_without_acls_the_admin_apis_answer_kafkas_authorization_errors(tmp_path):
+    """StandardAuthorizer, no ACLs: CLUSTER DESCRIBE / ALTER are needed as KafkaApis checks them, and a topic the
+    principal may not DESCRIBE is named with TOPIC_AUTHORIZATION_FAILED (whether it exists or not)."""
+    gw = InProcessGateway(tmp_path / "data", {
+        "node.id": "1", "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}).start()
+    try:
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as s:
+            log_dirs = exchange(s, 35, 4, {"topics": None})
+            elect = exchange(s, 43, 2, {"election_type": 0, "timeout": 1000,
+                                        "topic_partitions": [{"topic": "secret", "partitions": [0]}]})
+            listed = exchange(s, 46, 0, {"timeout": 1000, "topics": None})
+            altered = exchange(s, 45, 0, {"timeout": 1000, "topics": [
+                {"name": "secret", "partitions": [{"partition_index": 0, "replicas": [1]}]}]})
+            described = exchange(s, 75, 0, {"topics": [{"name": "secret"}], "response_partition_limit": 10,
+                                            "cursor": None})
+    finally:
+        gw.stop()
+    assert (log_dirs.error_code.name, log_dirs.results) == ("cluster_authorization_failed", ())
+    assert elect.error_code.name == "cluster_authorization_failed"
+    assert [p.error_code.name for r in elect.replica_election_results for p in r.partition_result] == [
+        "cluster_authorization_failed"]
+    assert listed.error_code.name == "cluster_authorization_failed"
+    assert altered.error_code.name == "cluster_authorization_failed"
+    assert [(t.name, t.error_code.name, t.partitions) for t in described.topics] == [
+        ("secret", "topic_authorization_failed", ())]
