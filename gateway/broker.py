@@ -20,11 +20,14 @@ import trio
 
 from logway.coordinator.producer_ids import ProducerIdManager
 from logway.gateway.config import ServerConfig, parse_properties
+from logway.gateway.dynamic_broker_config import DynamicBrokerConfigs
 from logway.gateway.groups import GroupService
 from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.security.authorizer import ACL_FILE, Authorizer
 from logway.gateway.security.credentials import CredentialStore
 from logway.storage.checkpoints import write_atomically
+from logway.storage.cleaner import CleanerConfig
+from logway.storage.config import LogConfig
 from logway.storage.errors import KafkaStorageError, UnknownTopicOrPartition
 from logway.storage.log_manager import CHECKPOINT_INTERVAL_MS, LogManager, log_partitions_added
 from logway.storage.partition_log import PartitionLog
@@ -57,6 +60,8 @@ class Broker:
         self.node_id = config.node_id
         # SCRAM users (logway users, AlterUserScramCredentials), read by SASL connections.
         self.credentials = CredentialStore(config.log_dirs[0])
+        # Dynamic broker configs (AlterConfigs on a BROKER resource) over server.properties.
+        self.dynamic = DynamicBrokerConfigs(Path(config.log_dirs[0]), self.node_id)
         self.logs = LogManager(
             [Path(d) for d in config.log_dirs], config.log_config,
             cleaner_config=config.cleaner_config, max_open_segments=config.max_open_segments,
@@ -74,6 +79,8 @@ class Broker:
     def open(self) -> None:
         self.cluster_id = self._load_cluster_id()
         self._load_acls()
+        self.dynamic.load()
+        self.logs.reconfigure(*self._log_defaults())  # before the logs load, so they open with the defaults
         self.logs.open()
         self.producer_ids = ProducerIdManager(Path(self.config.log_dirs[0]) / "producer-id-block")
         self.groups = GroupService(self)
@@ -164,11 +171,10 @@ class Broker:
 
     async def _cleaner_loop(self) -> None:
         """Kafka's log cleaner: compact due logs in worker threads, swap the result in on the loop."""
-        backoff = self.logs.cleaner_config.backoff_ms / 1000
         while True:
             due = self.logs.compaction_due(now_ms())
             if not due:
-                await trio.sleep(backoff)
+                await trio.sleep(self.logs.cleaner_config.backoff_ms / 1000)  # dynamic: read each time
                 continue
             async with trio.open_nursery() as nursery:
                 for plog in due:
@@ -261,6 +267,30 @@ class Broker:
                 if self.logs.topics.get(name) is not topic:
                     raise UnknownTopicOrPartition(f"Topic {name} was deleted while its configs changed.") from None
                 raise KafkaStorageError(f"writing the configs of topic {name} failed: {exc}") from None
+
+    def _log_defaults(self) -> tuple[LogConfig, CleanerConfig]:
+        """The topic defaults and cleaner settings from server.properties and the dynamic broker configs."""
+        if not self.dynamic.default and not self.dynamic.per_broker:
+            return self.config.log_config, self.config.cleaner_config
+        props = self.dynamic.effective(self.config.properties)
+        return LogConfig.from_broker_properties(props), CleanerConfig.from_broker_properties(props)
+
+    async def alter_broker_config(self, level: str, change: Callable[[dict[str, str]], dict[str, str] | None]) -> None:
+        """AlterConfigs on a BROKER resource ("" = cluster default, else this node's id): ``change`` maps the
+        level's current dynamic configs to the new ones (None: validate only). The file is written first
+        (on a worker thread), then the logs take the new defaults at once. One at a time with topic and
+        partition creation, so partitions being made never miss a new default."""
+        async with self._creation_lock:
+            new = change(dict(self.dynamic.levels[level]))
+            if new is None:
+                return
+            try:
+                await trio.to_thread.run_sync(self.dynamic.save, level, new)
+            except OSError as exc:
+                raise KafkaStorageError(f"writing the dynamic broker configs failed: {exc}") from None
+            self.dynamic.levels[level] = new
+            self.logs.reconfigure(*self._log_defaults())
+            log.info("dynamic broker configs of %s are now %s", f"broker {level}" if level else "the cluster", new)
 
     def auto_create_topic(self, name: str) -> None:
         """Create a topic on first use with num.partitions (auto.create.topics.enable), as Kafka does."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from logway.gateway.apis import (
     alter_configs,
+    alter_partition_reassignments,
     alter_user_scram_credentials,
     api_versions,
     create_acls,
@@ -28,7 +29,10 @@ from logway.gateway.apis import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
+    describe_topic_partitions,
     describe_user_scram_credentials,
+    elect_leaders,
     fetch,
     find_coordinator,
     heartbeat,
@@ -38,6 +42,7 @@ from logway.gateway.apis import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,
@@ -107,6 +112,11 @@ API_MODULES: tuple[ModuleType, ...] = (
     alter_configs,
     incremental_alter_configs,
     delete_records,
+    describe_log_dirs,
+    describe_topic_partitions,
+    elect_leaders,
+    list_partition_reassignments,
+    alter_partition_reassignments,
 )
 REGISTRY: dict[int, ModuleType] = {m.API_KEY: m for m in API_MODULES}
 

@@ -396,6 +396,17 @@ class LogManager:
             plog.config = config
         topic.config, topic.overrides = config, overrides
 
+    def reconfigure(self, default_config: LogConfig, cleaner_config: CleanerConfig) -> None:
+        """New broker-level defaults (dynamic broker configs): every topic's logs take them at once, except
+        for the keys the topic overrides (Kafka's DynamicLogConfig.reconfigure)."""
+        self.default_config = default_config
+        self.cleaner_config = cleaner_config
+        for topic in itertools.chain(self.topics.values(), self.creating.values()):
+            topic.config = self._topic_config(topic.name, topic.overrides)
+            for plog in topic.partitions:
+                plog.config = topic.config
+                plog.cleaner_config = cleaner_config
+
     def get_partition(self, topic: str, partition: int) -> PartitionLog:
         """The log of one partition; UnknownTopicOrPartition if this broker has no such partition."""
         t = self.topics.get(topic)

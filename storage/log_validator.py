@@ -72,8 +72,45 @@ def _validate_one(view: memoryview, pos: int, config: LogConfig, now_ms: int, to
         raise InvalidRecord(f"{e} in topic partition {topic_partition}") from None
     except CorruptBatch as e:
         raise CorruptRecord(f"{e} in topic partition {topic_partition}") from None
-    _check_timestamps(header, records, config, now_ms)
+    try:
+        _check_timestamps(header, records, config, now_ms)
+    except InvalidTimestamp as e:
+        if "out of range" not in str(e):
+            raise
+        low, high = now_ms - config.message_timestamp_before_max_ms, now_ms + config.message_timestamp_after_max_ms
+        raw = bytes(view[pos : pos + header.size])  # the request buffer may be reused before the records are named
+        raise InvalidTimestamp("One or more records have been rejected due to invalid timestamp",
+                               lambda: _timestamp_errors(raw, low, high)) from None
     return ValidBatch(pos, header, records)
+
+
+def _decoded(raw: bytes) -> list:
+    """The records of a batch already validated: only for naming the offending ones once a batch is refused."""
+    return decode_batch(raw, verify_crc=False).records
+
+
+def _timestamp_errors(raw: bytes, low: int, high: int) -> tuple[tuple[int, str], ...]:
+    """Every record outside [low, high], as Kafka's LogValidator.validateTimestamp names them."""
+    errors = []
+    for i, record in enumerate(_decoded(raw)):
+        if record.timestamp != NO_TIMESTAMP and not low <= record.timestamp <= high:
+            errors.append((i, f"Timestamp {record.timestamp} of message with offset {i} is out of range. "
+                              f"The timestamp should be within [{low}, {high}]"))
+    return tuple(errors)
+
+
+def _keyless_errors(view: memoryview, batches: list[ValidBatch], topic_partition: str) -> InvalidRecord:
+    """Kafka's LogValidator.validateKey for each keyless record, reported as a RecordValidationException (its
+    message shows the first three by index; the records are named only when asked: see RecordErrors)."""
+    message = f"Compacted topic cannot accept message without key in topic partition {topic_partition}"
+    raws = [bytes(view[b.pos : b.pos + b.header.size]) for b in batches if b.records.null_keys]
+
+    def name_records() -> tuple[tuple[int, str], ...]:
+        return tuple((i, message) for raw in raws for i, record in enumerate(_decoded(raw)) if record.key is None)
+
+    total = sum(b.records.null_keys for b in batches)
+    return InvalidRecord(f"One or more records have been rejected due to {total} record errors in total, and only "
+                         "showing the first three errors at most", name_records)
 
 
 def _check_timestamps(header: BatchHeader, records: RecordsSummary, config: LogConfig, now_ms: int) -> None:
@@ -109,7 +146,7 @@ def convert_batches(
     max.message.bytes again, as Kafka's UnifiedLog.append does after recompression.
     """
     if compacted and any(batch.records.null_keys for batch in batches):
-        raise InvalidRecord(f"Compacted topic cannot accept message without key in topic partition {topic_partition}.")
+        raise _keyless_errors(view, batches, topic_partition)
     if codec is None or all(batch.header.compression == codec for batch in batches):
         return view, batches
     parts: list[bytes | memoryview] = []

@@ -140,6 +140,7 @@ class ProducePartitionResult:
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    record_errors: tuple[tuple[int, str | None], ...] = ()  # v8+: (index in the batch, message) of refused records
 
 
 def _string(out: bytearray, value: str | None, flexible: bool) -> None:
@@ -156,7 +157,7 @@ def encode_produce_response(
 ) -> bytes:
     """A whole Produce response frame (v3-v11), byte-equal to kio's writer (tests/wire/test_produce_decoder.py).
 
-    Per version: v5 log_start_offset; v8 record_errors (always empty here) and error_message; v9 flexible;
+    Per version: v5 log_start_offset; v8 record_errors (the refused records' indexes and messages) and error_message; v9 flexible;
     v10+ current_leader / node_endpoints tagged fields (only for NOT_LEADER errors: never sent).
     """
     flexible = version >= 9
@@ -172,7 +173,13 @@ def encode_produce_response(
             if version >= 5:
                 out += _I64.pack(p.log_start_offset)
             if version >= 8:
-                out += b"\x01" if flexible else b"\x00\x00\x00\x00"  # record_errors: empty array
+                count = len(p.record_errors)
+                out += write_uvarint(count + 1) if flexible else _I32.pack(count)
+                for index, message in p.record_errors:
+                    out += _I32.pack(index)
+                    _string(out, message, flexible)
+                    if flexible:
+                        out.append(0)
                 _string(out, p.error_message, flexible)
             if flexible:
                 out.append(0)

@@ -8,6 +8,8 @@ needs a newer field).
 
 from __future__ import annotations
 
+import re
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +18,7 @@ from typing import Any
 from compat_tests.kafka.sides import BASE_TIMESTAMP, Side, corrupt, records
 from compat_tests.kafka.wire_client import Closed, request_frame
 from logway.wire.protocol import build, encode_body, request_type
+from logway.wire.records import NewRecord, build_batch
 
 NO_ID = uuid.UUID(int=0)
 
@@ -25,6 +28,7 @@ LOGWAY_VERSIONS = {
     13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
     22: (0, 5), 23: (2, 4), 29: (1, 3), 30: (1, 3), 31: (1, 3), 32: (1, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
     42: (0, 2), 44: (0, 1), 47: (0, 0), 50: (0, 0), 51: (0, 0), 60: (0, 1),
+    35: (1, 5), 43: (0, 2), 45: (0, 1), 46: (0, 0), 75: (0, 0),
 }
 API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
              10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
@@ -33,7 +37,9 @@ API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "Offs
              36: "SaslAuthenticate", 42: "DeleteGroups", 47: "OffsetDelete", 50: "DescribeUserScramCredentials",
              51: "AlterUserScramCredentials", 60: "DescribeCluster", 29: "DescribeAcls", 30: "CreateAcls",
              31: "DeleteAcls",
-             21: "DeleteRecords", 33: "AlterConfigs", 44: "IncrementalAlterConfigs"}
+             21: "DeleteRecords", 33: "AlterConfigs", 44: "IncrementalAlterConfigs", 35: "DescribeLogDirs",
+             43: "ElectLeaders", 45: "AlterPartitionReassignments", 46: "ListPartitionReassignments",
+             75: "DescribeTopicPartitions"}
 
 Steps = dict[str, Any]
 CaseFn = Callable[[Side, int, str], Steps]
@@ -155,6 +161,34 @@ def produce_acks0(side: Side, v: int, topic: str) -> Steps:
         listed = c.call(2, 1, {"replica_id": -1, "topics": [{"name": topic, "partitions": [
             {"partition_index": 0, "timestamp": -1}]}]})
     return {"latest after acks=0": listed}
+
+
+def _keyed(keys: list[bytes | None], timestamps: list[int] | None = None, **batch_args: Any) -> bytes:
+    stamps = timestamps or [BASE_TIMESTAMP + i for i in range(len(keys))]
+    return build_batch([NewRecord(k, b"v", timestamp=t) for k, t in zip(keys, stamps, strict=True)], **batch_args)
+
+
+@case(0, "record errors: keyless records on a compacted topic, timestamps out of range", min_version=3)
+def produce_record_errors(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic, configs={"cleanup.policy": "compact"})
+    side.create_topic(topic + "-ts", configs={"message.timestamp.after.max.ms": "60000",
+                                              "message.timestamp.before.max.ms": "86400000"})
+    now = int(time.time() * 1000)
+    future, past = now + 3_600_000, now - 3 * 86_400_000
+
+    def produce(name: str, batch: bytes) -> Any:
+        # The messages name clock readings (the broker's bounds, the records' times taken per side): masked.
+        p = _produce(side, v, name, batch).responses[0].partition_responses[0]
+        errors = [(e.batch_index, re.sub(r"\d{12,}", "T", e.batch_index_error_message or ""))
+                  for e in getattr(p, "record_errors", ())]
+        return {"error_code": p.error_code, "base_offset": p.base_offset, "record_errors": errors}
+    return {
+        "keyless 1 and 3": produce(topic, _keyed([b"a", None, b"c", None])),
+        "keyless, gzip": produce(topic, _keyed([None, b"b"], compression=1)),
+        "all keyed": produce(topic, _keyed([b"a", b"b"])),
+        "future 2, past 0": produce(topic + "-ts", _keyed([b"a", b"b", b"c"], [past, now, future])),
+        "in range": produce(topic + "-ts", _keyed([b"a"], [now])),
+    }
 
 
 @case(0, "invalid required acks")
@@ -579,6 +613,101 @@ def alter_configs(side: Side, v: int, topic: str) -> Steps:
     }
 
 
+# --- Dynamic broker configs (BROKER resources): each case puts the reference broker back as it found it ----
+
+BROKER_KEYS = ["log.retention.ms", "log.segment.bytes", "log.cleanup.policy", "log.cleaner.backoff.ms",
+               "log.retention.hours", "message.max.bytes", "custom.unknown.key"]
+TOPIC_KEYS = ["retention.ms", "segment.bytes", "cleanup.policy", "max.message.bytes"]
+
+
+def _ordered(resp: Any) -> Steps:
+    """Entries with their synonyms in the broker's order (the normaliser would sort them by name)."""
+    r = resp.results[0]
+    return {"error_code": r.error_code, "entries": {
+        c.name: (c.value, c.config_source, c.read_only, [(s.name, s.value, s.source) for s in c.synonyms])
+        for c in r.configs if c.name not in FORMAT_ARTEFACTS}}
+
+
+def _settled(side: Side, rtype: int, name: str, keys: list[str] | None, key: str, value: str | None) -> Steps:
+    """DescribeConfigs once ``key`` shows ``value`` (Kafka applies a dynamic change a few ms after answering)."""
+    def shows(resp: Any) -> bool:
+        values = {c.name: c.value for c in resp.results[0].configs}
+        return values.get(key) == value
+    fields = {"resources": [{"resource_type": rtype, "resource_name": name, "configuration_keys": keys}],
+              "include_synonyms": True, "include_documentation": False}
+    return _ordered(side.retry(32, 4, fields, shows, timeout=10))
+
+
+@case(44, "broker: set at both levels, describe, delete")
+def incremental_alter_broker(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic, configs={"segment.bytes": "1048576"})
+    try:
+        out = {
+            "default": _incremental(side, v, "", ("log.retention.ms", SET, "7200000"),
+                                    ("log.segment.bytes", SET, "2097152"), ("log.cleaner.backoff.ms", SET, "20000"),
+                                    ("custom.unknown.key", SET, "x"), rtype=BROKER),
+            "broker": _incremental(side, v, "1", ("log.segment.bytes", SET, "3145728"),
+                                   ("log.cleanup.policy", APPEND, "compact"), rtype=BROKER),
+            "described default": _settled(side, BROKER, "", None, "log.segment.bytes", "2097152"),
+            "described broker": _settled(side, BROKER, "1", BROKER_KEYS, "log.segment.bytes", "3145728"),
+            "described topic": _settled(side, TOPIC, topic, TOPIC_KEYS, "retention.ms", "7200000"),
+        }
+    finally:
+        out["delete default"] = _incremental(side, v, "", ("log.retention.ms", DELETE, None),
+                                             ("log.segment.bytes", DELETE, None), ("custom.unknown.key", DELETE, None),
+                                             ("log.cleaner.backoff.ms", DELETE, None), rtype=BROKER)
+        out["delete broker"] = _incremental(side, v, "1", ("log.segment.bytes", DELETE, None),
+                                            ("log.cleanup.policy", DELETE, None), rtype=BROKER)
+    out["after delete"] = _settled(side, BROKER, "1", BROKER_KEYS, "log.segment.bytes", "1073741824")
+    out["default after delete"] = _settled(side, BROKER, "", None, "log.segment.bytes", None)
+    out["topic after delete"] = _settled(side, TOPIC, topic, TOPIC_KEYS, "retention.ms", "604800000")
+    return out
+
+
+@case(44, "broker errors: not dynamic, per-broker only, bad value, other or bad id, null, append, validate_only")
+def incremental_alter_broker_errors(side: Side, v: int, topic: str) -> Steps:
+    def one(name: str, *ops: tuple[str, int, str | None], validate_only: bool = False) -> Any:
+        resp = _incremental(side, v, name, *ops, rtype=BROKER, validate_only=validate_only)
+        return [(r.error_code, r.resource_name) for r in resp.responses]
+    return {
+        "not dynamic": one("", ("num.partitions", SET, "3")),
+        "not dynamic, this broker": one("1", ("log.retention.hours", SET, "3")),
+        "listeners at the default level": one("", ("listeners", SET, "PLAINTEXT://:1")),
+        "bad value": one("", ("log.retention.ms", SET, "soon")),
+        "other broker": one("2", ("log.retention.ms", SET, "5")),
+        "not a number": one("abc", ("log.retention.ms", SET, "5")),
+        "null": one("1", ("log.retention.ms", SET, None)),
+        "append to a number": one("1", ("log.retention.ms", APPEND, "5")),
+        "operation 9": one("1", ("log.retention.ms", 9, "5")),
+        "validate_only": one("1", ("log.retention.ms", SET, "5"), validate_only=True),
+        "unchanged": _ordered(_describe(side, 4, BROKER, "1", ["log.retention.ms"])),
+    }
+
+
+@case(33, "broker: replace this broker's set, then clear it")
+def alter_configs_broker(side: Side, v: int, topic: str) -> Steps:
+    def replace(configs: dict[str, str]) -> Any:
+        entries = [{"name": k, "value": value} for k, value in configs.items()]
+        resp = side.call(33, v, {"resources": [{"resource_type": BROKER, "resource_name": "1", "configs": entries}],
+                                 "validate_only": False})
+        return [(r.error_code, r.resource_name) for r in resp.responses]
+    try:
+        out = {"replace": replace({"log.retention.ms": "7200000", "message.max.bytes": "2000000"}),
+               "described": _settled(side, BROKER, "1", BROKER_KEYS, "message.max.bytes", "2000000"),
+               "not dynamic": replace({"num.partitions": "4"})}
+    finally:
+        out["clear"] = replace({})
+    out["after clear"] = _settled(side, BROKER, "1", BROKER_KEYS, "message.max.bytes", "1048588")
+    return out
+
+
+@case(32, "broker: other id, not a number")
+def describe_configs_broker_ids(side: Side, v: int, topic: str) -> Steps:
+    return {"other id": _describe(side, v, BROKER, "2", ["log.retention.ms"]),
+            "not a number": _describe(side, v, BROKER, "abc", ["log.retention.ms"]),
+            "cluster default, nothing set": _entries(_describe(side, v, BROKER, "", None))}
+
+
 # --- DeleteRecords ---------------------------------------------------------------------------------
 
 
@@ -606,6 +735,101 @@ def delete_records(side: Side, v: int, topic: str) -> Steps:
         "unknown partition": _delete_records(side, v, topic, (7, 0)),
         "unknown topic": _delete_records(side, v, topic + "-x", (0, 0)),
     }
+
+
+# --- DescribeLogDirs, DescribeTopicPartitions, ElectLeaders, partition reassignments (one broker) -----------
+
+def _log_dirs(resp: Any, topic: str) -> Steps:
+    """The answer with the paths masked and only this case's topic kept (other cases' topics share the dir)."""
+    out = {"error_code": getattr(resp, "error_code", None), "dirs": []}
+    for r in resp.results:
+        partitions = {t.name: sorted((p.partition_index, p.partition_size, p.offset_lag, p.is_future_key)
+                                     for p in t.partitions) for t in r.topics if t.name.startswith(topic)}
+        out["dirs"].append({"error_code": r.error_code, "topics": partitions,
+                            "total bytes set": getattr(r, "total_bytes", 1) > 0,
+                            "usable bytes set": getattr(r, "usable_bytes", 1) > 0})
+    return out
+
+
+@case(35, "a topic with data, an empty one, an unknown one, chosen partitions")
+def describe_log_dirs(side: Side, v: int, topic: str) -> Steps:
+    _with_data(side, topic)
+    side.create_topic(topic + "-empty", partitions=2)
+    def ask(topics: list[dict] | None) -> Any:
+        return _log_dirs(side.call(35, v, {"topics": topics}), topic)
+    return {"all": ask(None),
+            "chosen": ask([{"topic": topic, "partitions": [0, 5]}, {"topic": topic + "-empty", "partitions": [1]},
+                           {"topic": topic + "-none", "partitions": [0]}]),
+            "none": ask([])}
+
+
+def _describe_partitions(side: Side, names: list[str], limit: int = 2000, cursor: tuple[str, int] | None = None) -> Any:
+    return side.call(75, 0, {"topics": [{"name": n} for n in names], "response_partition_limit": limit,
+                             "cursor": None if cursor is None else {"topic_name": cursor[0], "partition_index": cursor[1]}})
+
+
+@case(75, "topics, unknown topic, invalid name")
+def describe_topic_partitions(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic, partitions=3)
+    side.create_topic(topic + "-b", partitions=1)
+    return {"two topics": _describe_partitions(side, [topic + "-b", topic]),
+            "unknown": _describe_partitions(side, [topic + "-none"]),
+            "invalid name": _describe_partitions(side, ["bad name!"])}
+
+
+@case(75, "pagination: partition limit and cursor")
+def describe_topic_partitions_pages(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic + "-a", partitions=3)
+    side.create_topic(topic + "-b", partitions=2)
+    names = [topic + "-a", topic + "-b"]
+    return {"limit 2": _describe_partitions(side, names, 2),
+            "from a-2, limit 2": _describe_partitions(side, names, 2, (topic + "-a", 2)),
+            "from b-1": _describe_partitions(side, names, 10, (topic + "-b", 1)),
+            "limit 0": _describe_partitions(side, names, 0),
+            "cursor on an unknown topic": _describe_partitions(side, names, 10, (topic + "-0", 0))}
+
+
+@case(43, "preferred and unclean: already the leader, unknown partition and topic")
+def elect_leaders(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic, partitions=2)
+    def elect(election_type: int, partitions: list[dict] | None) -> Any:
+        return side.call(43, v, {"election_type": election_type, "topic_partitions": partitions, "timeout": 10_000})
+    chosen = [{"topic": topic, "partitions": [0, 1, 7]}, {"topic": topic + "-none", "partitions": [0]}]
+    out = {"preferred": elect(0, chosen), "unclean": elect(1, chosen) if v >= 1 else None,
+           "election type 5": elect(5, chosen) if v >= 1 else None}
+    everything = elect(0, None)
+    out["all partitions"] = {"error_code": getattr(everything, "error_code", None),
+                             "results": [r for r in everything.replica_election_results if r.topic.startswith(topic)]}
+    return out
+
+
+@case(46, "nothing in progress: all, chosen partitions, unknown topic")
+def list_partition_reassignments(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    def ask(topics: list[dict] | None) -> Any:
+        return side.call(46, v, {"timeout": 10_000, "topics": topics})
+    return {"all": ask(None), "chosen": ask([{"name": topic, "partitions": [0, 3]}]),
+            "unknown topic": ask([{"name": topic + "-none", "partitions": [0]}])}
+
+
+@case(45, "same replica, cancel, another broker, unknown partition and topic")
+def alter_partition_reassignments(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic, partitions=2)
+    def alter(partitions: list[tuple[str, int, list[int] | None]], **extra: Any) -> Any:
+        topics: dict[str, list] = {}
+        for name, index, replicas in partitions:
+            topics.setdefault(name, []).append({"partition_index": index, "replicas": replicas})
+        return side.call(45, v, {"timeout": 10_000, "topics": [{"name": n, "partitions": p} for n, p in topics.items()],
+                                 **extra})
+    return {"same replica": alter([(topic, 0, [1])]),
+            "cancel (nothing in progress)": alter([(topic, 1, None)]),
+            "another broker": alter([(topic, 0, [2])]),
+            "two replicas": alter([(topic, 0, [1, 2])]),
+            "duplicate replica": alter([(topic, 0, [1, 1])]),
+            "empty replicas": alter([(topic, 0, [])]),
+            "unknown partition": alter([(topic, 9, [1])]),
+            "unknown topic": alter([(topic + "-none", 0, [1])]),
+            "listed after": side.call(46, 0, {"timeout": 10_000, "topics": None})}
 
 
 # --- Group coordination ----------------------------------------------------------------------------

@@ -30,6 +30,9 @@ CONSUMER_PERF = "org.apache.kafka.tools.ConsumerPerformance"
 DUMP_LOG = "org.apache.kafka.tools.DumpLogSegments"
 ACLS = "org.apache.kafka.tools.AclCommand"
 DELETE_RECORDS = "org.apache.kafka.tools.DeleteRecordsCommand"
+LOG_DIRS = "org.apache.kafka.tools.LogDirsCommand"
+LEADER_ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
+REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 
 
 def tool(main: str, *args: str, stdin: str | None = None, ok: bool = True) -> subprocess.CompletedProcess:
@@ -58,6 +61,8 @@ def test_topic_command_creates_lists_and_describes(bootstrap: str) -> None:
     described = tool(TOPICS, "--bootstrap-server", bootstrap, "--describe", "--topic", topic).stdout
     assert "PartitionCount: 3" in described and "retention.ms=3600000" in described
     assert sorted(re.findall(r"Partition: (\d+)\tLeader: 1", described)) == ["0", "1", "2"]
+    # Kafka 4's Admin describes topics with DescribeTopicPartitions (KIP-966): the ELR columns come from it.
+    assert described.count("\tElr: \tLastKnownElr: ") == 3, described
     tool(TOPICS, "--bootstrap-server", bootstrap, "--alter", "--topic", topic, "--partitions", "5")
     described = tool(TOPICS, "--bootstrap-server", bootstrap, "--describe", "--topic", topic).stdout
     assert "PartitionCount: 5" in described
@@ -179,6 +184,59 @@ def test_delete_records_command_moves_the_start_offset(bootstrap: str, tmp_path)
     assert f"partition: {topic}-0\tlow_watermark: 6" in out, out
     earliest = tool(GET_OFFSETS, "--bootstrap-server", bootstrap, "--topic", topic, "--time", "-2").stdout.split()
     assert earliest == [f"{topic}:0:6"]
+
+
+def test_config_command_sets_dynamic_broker_configs_at_both_levels(bootstrap: str) -> None:
+    def configs(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
+        return tool(CONFIGS, "--bootstrap-server", bootstrap, "--entity-type", "brokers", *args, ok=ok)
+
+    topic = name("tool-dynamic")
+    _create(bootstrap, topic, 1)
+    try:
+        configs("--entity-default", "--alter", "--add-config", "log.retention.ms=7200000,log.segment.bytes=2097152")
+        configs("--entity-name", "1", "--alter", "--add-config", "log.segment.bytes=3145728")
+        default = configs("--entity-default", "--describe").stdout
+        assert "log.retention.ms=7200000" in default and "log.segment.bytes=2097152" in default, default
+        everything = configs("--entity-name", "1", "--describe", "--all").stdout
+        assert ("log.segment.bytes=3145728 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.segment.bytes=3145728, "
+                "DYNAMIC_DEFAULT_BROKER_CONFIG:log.segment.bytes=2097152, DEFAULT_CONFIG:log.segment.bytes=1073741824}"
+                in everything), everything
+        topic_configs = tool(CONFIGS, "--bootstrap-server", bootstrap, "--entity-type", "topics", "--entity-name",
+                             topic, "--describe", "--all").stdout
+        assert "retention.ms=7200000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=7200000" \
+            in topic_configs, topic_configs
+        refused = configs("--entity-default", "--alter", "--add-config", "num.partitions=3", ok=False)
+        assert refused.returncode != 0
+        assert "InvalidRequestException: Cannot update these configs dynamically: [num.partitions]" in refused.stdout + refused.stderr
+    finally:
+        configs("--entity-default", "--alter", "--delete-config", "log.retention.ms,log.segment.bytes")
+        configs("--entity-name", "1", "--alter", "--delete-config", "log.segment.bytes")
+    assert "log.retention.ms" not in configs("--entity-default", "--describe").stdout
+
+
+def test_console_producer_shows_the_record_error_of_a_keyless_record(bootstrap: str) -> None:
+    """Produce v8+ record_errors: the Java producer reports the refused record's own message, not the batch's."""
+    topic = name("tool-record-error")
+    _create(bootstrap, topic, 1, "cleanup.policy=compact")
+    out = tool(PRODUCER, "--bootstrap-server", bootstrap, "--topic", topic, stdin="no key here\n")
+    assert ("org.apache.kafka.common.InvalidRecordException: Compacted topic cannot accept message without key in "
+            f"topic partition {topic}-0") in out.stdout + out.stderr
+
+
+def test_log_dirs_leader_election_and_reassignment_tools(bootstrap: str) -> None:
+    topic = name("tool-log-dirs")
+    _create(bootstrap, topic, 2)
+    _produce_lines(bootstrap, topic, [f"k{i}:v{i}" for i in range(10)])
+    out = tool(LOG_DIRS, "--bootstrap-server", bootstrap, "--describe", "--topic-list", topic).stdout
+    described = json.loads(out.strip().splitlines()[-1])
+    partitions = {p["partition"]: p for d in described["brokers"][0]["logDirs"] for p in d["partitions"]}
+    assert sorted(partitions) == [f"{topic}-0", f"{topic}-1"]
+    assert sum(p["size"] for p in partitions.values()) > 10 * len("k0v0")  # the batches' bytes on disk
+    assert all(p["offsetLag"] == 0 and not p["isFuture"] for p in partitions.values())
+    out = tool(LEADER_ELECTION, "--bootstrap-server", bootstrap, "--election-type", "preferred", "--topic", topic,
+               "--partition", "0").stdout
+    assert f"Valid replica already elected for partitions {topic}-0" in out, out
+    assert "No partition reassignments found." in tool(REASSIGN, "--bootstrap-server", bootstrap, "--list").stdout
 
 
 def test_producer_and_consumer_perf_tools_count_every_record(bootstrap: str) -> None:

@@ -3,8 +3,9 @@
 Replaces a resource's whole set of dynamic overrides (Kafka semantics: a key not in the request goes back
 to its default). TOPIC resources are applied to the topic's logs at once and persisted with the topic
 (DescribeConfigs then reports DYNAMIC_TOPIC_CONFIG); validate_only checks without changing anything.
-BROKER resources: Logway keeps no dynamic broker configs, so they get INVALID_REQUEST with a message
-saying so. Errors are per resource with Kafka's codes: TOPIC_AUTHORIZATION_FAILED without ALTER_CONFIGS on
+BROKER resources ("" for the cluster default, or this broker's node id) change the dynamic broker configs
+(gateway/dynamic_broker_config.py: persisted, applied at once; Kafka's INVALID_REQUEST for a config that
+cannot change dynamically). Errors are per resource with Kafka's codes: TOPIC_AUTHORIZATION_FAILED without ALTER_CONFIGS on
 the topic, UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG for an unknown key or a bad value, INVALID_REQUEST
 for a resource or key named twice, a null value or an empty topic name. Changes of one topic run one at a
 time (Broker.alter_topic_config). The shared steps here serve IncrementalAlterConfigs too.
@@ -57,13 +58,31 @@ async def alter_resource(ctx, resource_type: int, name: str, change: Change, val
     elif resource_type == BROKER:
         if not ctx.authorized(Operation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
             raise KafkaError("Cluster authorization failed.", ErrorCode.cluster_authorization_failed)
-        if name not in ("", str(broker.node_id)):
-            raise KafkaError(f"Unexpected broker id, expected {broker.node_id}, but received {name}",
-                             ErrorCode.invalid_request)
-        raise KafkaError("Logway does not support dynamic broker configs: set them in server.properties and "
-                         "restart the broker", ErrorCode.invalid_request)
+        check_broker_name(name, broker.node_id)
+
+        def checked_broker(current: dict[str, str]) -> dict[str, str] | None:
+            configs = change(current)
+            nulls = sorted(key for key, value in configs.items() if value is None)
+            if nulls:  # ConfigAdminManager.preprocess
+                raise KafkaError(f"Null value not supported for : {', '.join(nulls)}", ErrorCode.invalid_request)
+            broker.dynamic.check(configs, name)
+            return None if validate_only else configs
+
+        await broker.alter_broker_config(name, checked_broker)
     else:
         raise KafkaError(f"Unsupported resource type {resource_type}", ErrorCode.invalid_request)
+
+
+def check_broker_name(name: str, node_id: int) -> None:
+    """A BROKER resource names the cluster default ("") or this broker (ConfigAdminManager's checks)."""
+    if not name:
+        return
+    try:
+        number = int(name)
+    except ValueError:
+        raise KafkaError(f"Node id must be an integer, but it is: {name}", ErrorCode.invalid_request) from None
+    if number != node_id:
+        raise KafkaError(f"Unexpected broker id, expected {node_id}, but received {name}", ErrorCode.invalid_request)
 
 
 def duplicate_resources(resources) -> set[tuple[int, str]]:

@@ -87,7 +87,7 @@ async def handle(ctx, request):
                 raise KafkaError(too_large, ErrorCode.policy_violation)
             if request.validate_only:
                 topic_id = None
-                effective = LogConfig.from_properties(configs, broker.config.log_config).to_properties()
+                effective = LogConfig.from_properties(configs, broker.logs.default_config).to_properties()
             else:
                 topic = await broker.create_topic(t.name, partitions, configs)
                 topic_id = topic.topic_id

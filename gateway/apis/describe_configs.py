@@ -1,12 +1,15 @@
 """DescribeConfigs (key 32), v1-v4.
 
-Resources: topics (type 2) with every topic-level property of storage.config.LogConfig, and this broker
-(type 4, named by its node id) with the broker configs Logway reads, typed, flagged read-only and with the
-synonyms (STATIC then DEFAULT) as Kafka lists them (gateway/broker_config_types.py). Sources as Kafka reports them: TOPIC_CONFIG (1) for a
-topic override, STATIC_BROKER_CONFIG (4) for a value from server.properties or the command line,
-DEFAULT_CONFIG (5) otherwise. v1: include_synonyms, config_source; v3: include_documentation and
-config_type; v4: flexible. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, other resource types
-INVALID_REQUEST.
+Resources: topics (type 2) with every topic-level property of storage.config.LogConfig; this broker (type 4,
+named by its node id) with the broker configs Logway reads, typed and flagged read-only as Kafka describes
+them (gateway/broker_config_types.py); the cluster default (type 4, name "") with the dynamic default broker
+configs only. Sources and synonyms as Kafka's ConfigHelper gives them: a value's synonyms are the per-broker
+dynamic (DYNAMIC_BROKER_CONFIG, 2), cluster-default dynamic (DYNAMIC_DEFAULT_BROKER_CONFIG, 3),
+server.properties (STATIC_BROKER_CONFIG, 4) and default (DEFAULT_CONFIG, 5) values of each name that sets it
+(log.retention.ms, .minutes, .hours), in that order, starting at the name itself; a topic override
+(TOPIC_CONFIG, 1) comes first; the source is the first synonym's. v1: include_synonyms, config_source; v3:
+include_documentation and config_type; v4: flexible. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, other
+resource types INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -26,84 +29,93 @@ MAX_VERSION = 4
 
 TOPIC = 2
 BROKER = 4
-SOURCE_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
+# DescribeConfigsResponse ConfigSource values.
+SOURCE_TOPIC, SOURCE_DYNAMIC_BROKER, SOURCE_DYNAMIC_DEFAULT, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 2, 3, 4, 5
 # DescribeConfigsResponse ConfigType values.
 _TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7}
 _TOPIC_KINDS = {f.metadata["name"]: f.metadata["kind"] for f in dataclasses.fields(LogConfig)}
-# A topic config's synonyms are its override and its primary broker synonym (the first in Kafka's
-# ServerTopicConfigSynonyms list: log.retention.ms for retention.ms), as Kafka's ConfigHelper lists them:
-# the static value if set, then the broker default, skipped when Kafka has none (these four).
+# Kafka's ServerTopicConfigSynonyms.TOPIC_CONFIG_SYNONYMS: a topic config's primary broker synonym
+# (log.retention.ms for retention.ms), and DynamicBrokerConfig.brokerConfigSynonyms: the names that set the same
+# thing in precedence order (log.retention.ms, .minutes, .hours).
 _PRIMARY: dict[str, str] = {}
+_GROUPS: dict[str, list[str]] = {}
 for _broker_name, _topic_name in BROKER_TO_TOPIC.items():
     _PRIMARY.setdefault(_topic_name, _broker_name)
-_NO_BROKER_DEFAULT = frozenset({"log.retention.ms", "log.roll.ms", "log.roll.jitter.ms", "log.flush.interval.ms"})
-_TOPIC_DEFAULTS = LogConfig().to_properties()
+    _GROUPS.setdefault(_topic_name, []).append(_broker_name)
+_BROKER_SYNONYMS = {name: group for group in _GROUPS.values() for name in group}
 
 
-def _broker_value_given(broker, topic_name: str) -> bool:
-    given = broker.config.given_properties
-    return any(b in given for b, t in BROKER_TO_TOPIC.items() if t == topic_name)
+def _levels(broker) -> list[tuple[dict[str, str], int]]:
+    """The maps a broker config's value comes from, in Kafka's precedence order, with their source."""
+    config = broker.config
+    static = dict(config.given_properties)
+    static.setdefault("broker.id", str(broker.node_id))  # KRaft copies node.id into broker.id
+    defaults = {}
+    for key in set(KAFKA_BROKER_CONFIGS) | set(BROKER_DEFAULTS):
+        known = KAFKA_BROKER_CONFIGS.get(key)
+        default = BROKER_DEFAULTS.get(key, known.default if known else None)
+        # Logway defaults a few configs Kafka requires (node.id): once given, Kafka lists no default.
+        if default is not None and (known is None or known.default is not None or key not in static):
+            defaults[key] = default
+    return [(broker.dynamic.per_broker, SOURCE_DYNAMIC_BROKER), (broker.dynamic.default, SOURCE_DYNAMIC_DEFAULT),
+            (static, SOURCE_STATIC_BROKER), (defaults, SOURCE_DEFAULT)]
 
 
-def _entry(name: str, value: str, source: int, kind: str | None, synonyms: list[dict]) -> dict:
+def _synonyms(levels, name: str) -> list[dict]:
+    """Kafka's ConfigHelper.configSynonyms: every level's value of every synonym of ``name``, levels first, then
+    what comes before the first entry for ``name`` itself dropped."""
+    names = _BROKER_SYNONYMS.get(name, [name])
+    out = [{"name": n, "value": values[n], "source": source} for values, source in levels for n in names if n in values]
+    while out and out[0]["name"] != name:
+        out.pop(0)
+    return out
+
+
+def _entry(name: str, value: str | None, source: int, kind: str | None, synonyms: list[dict]) -> dict:
     return {"name": name, "value": value, "read_only": False, "config_source": source, "is_sensitive": False,
             "synonyms": synonyms, "config_type": _TYPES.get(kind or "", 0), "documentation": None}
 
 
 def _topic_configs(broker, name: str, with_synonyms: bool) -> list[dict]:
+    """Kafka's createTopicConfigEntry: the override (TOPIC_CONFIG), then the primary broker synonym's levels."""
     topic = broker.logs.topics[name]
+    levels = _levels(broker)
     out = []
     for key, value in sorted(topic.config.to_properties().items()):
+        primary = _PRIMARY.get(key)
+        synonyms = _synonyms(levels, primary) if primary else []
         if key in topic.overrides:
-            source = SOURCE_TOPIC
-        elif _broker_value_given(broker, key):
-            source = SOURCE_STATIC_BROKER
-        else:
-            source = SOURCE_DEFAULT
-        synonyms = _topic_synonyms(broker, key, value, key in topic.overrides) if with_synonyms else []
-        out.append(_entry(key, value, source, _TOPIC_KINDS.get(key), synonyms))
+            synonyms.insert(0, {"name": key, "value": value, "source": SOURCE_TOPIC})
+        source = synonyms[0]["source"] if synonyms else SOURCE_DEFAULT
+        out.append(_entry(key, value, source, _TOPIC_KINDS.get(key), synonyms if with_synonyms else []))
     return out
 
 
-def _topic_synonyms(broker, key: str, value: str, overridden: bool) -> list[dict]:
-    out = [{"name": key, "value": value, "source": SOURCE_TOPIC}] if overridden else []
-    primary = _PRIMARY.get(key)
-    if primary is None:
-        return out
-    given = broker.config.given_properties
-    if primary in given:
-        out.append({"name": primary, "value": broker.config.properties[primary], "source": SOURCE_STATIC_BROKER})
-    if primary not in _NO_BROKER_DEFAULT:
-        out.append({"name": primary, "value": _TOPIC_DEFAULTS[key], "source": SOURCE_DEFAULT})
-    return out
-
-
-def _broker_configs(broker, with_synonyms: bool) -> list[dict]:
-    """The broker configs Logway reads, typed and flagged as Kafka describes them (broker_config_types)."""
-    config = broker.config
-    given = dict(config.given_properties)
-    values = dict(config.properties)
-    if "broker.id" not in given:
-        # KRaft copies node.id into broker.id, so Kafka reports it as a static config.
-        given["broker.id"] = values["broker.id"] = str(broker.node_id)
-    names = (set(values) | set(KAFKA_BROKER_CONFIGS)) - NOT_KAFKA_CONFIGS
+def _broker_configs(broker, name: str, with_synonyms: bool) -> list[dict]:
+    """Kafka's createBrokerConfigEntry. This broker (its node id): every config Logway reads, typed and flagged as
+    Kafka describes them (broker_config_types); the cluster default (""): only the dynamic defaults."""
+    levels = _levels(broker)
+    if not name:
+        keys = set(broker.dynamic.default)
+        levels = [(values, source) for values, source in levels if source == SOURCE_DYNAMIC_DEFAULT]
+    else:
+        keys = ((set(broker.config.properties) | set(KAFKA_BROKER_CONFIGS)) - NOT_KAFKA_CONFIGS
+                | set(broker.dynamic.default) | set(broker.dynamic.per_broker))
     out = []
-    for key in sorted(names):
+    for key in sorted(keys):
         known = KAFKA_BROKER_CONFIGS.get(key)
-        if known is None and key not in BROKER_DEFAULTS:
+        custom = known is None and key not in BROKER_DEFAULTS
+        if custom and key not in broker.dynamic.default and key not in broker.dynamic.per_broker:
             continue  # a property Logway does not know: Kafka would not list it either
-        default = BROKER_DEFAULTS.get(key, known.default if known else None)
-        value = given.get(key, values.get(key, default))
-        source = SOURCE_STATIC_BROKER if key in given else SOURCE_DEFAULT
-        synonyms = []
-        if with_synonyms:
-            if key in given:
-                synonyms.append({"name": key, "value": value, "source": SOURCE_STATIC_BROKER})
-            # Logway defaults a few configs Kafka requires (node.id): once given, Kafka lists no default.
-            kafka_has_default = known is None or known.default is not None
-            if default is not None and (kafka_has_default or key not in given):
-                synonyms.append({"name": key, "value": default, "source": SOURCE_DEFAULT})
-        entry = _entry(key, value, source, known.kind if known else _guess_kind(value), synonyms)
+        synonyms = _synonyms(levels, key)
+        if custom:  # a name Kafka does not know: listed without a value (no type to render it with)
+            synonyms = [dict(s, value=None) for s in synonyms]
+            value = None
+        else:
+            value = synonyms[0]["value"] if synonyms and synonyms[0]["name"] == key else (
+                broker.config.properties.get(key) if name else None)
+        source = synonyms[0]["source"] if synonyms else SOURCE_DEFAULT
+        entry = _entry(key, value, source, known.kind if known else _guess_kind(value), synonyms if with_synonyms else [])
         entry["read_only"] = known.read_only if known else True
         out.append(entry)
     return out
@@ -113,6 +125,19 @@ def _guess_kind(value: str | None) -> str:
     if value in ("true", "false"):
         return "BOOLEAN"
     return "LONG" if value and value.lstrip("-").isdigit() else "STRING"
+
+
+def _broker_name_problem(name: str, node_id: int) -> str | None:
+    """ConfigHelper: "" (the cluster default) or this broker's id; else the message of its INVALID_REQUEST."""
+    if not name:
+        return None
+    try:
+        number = int(name)
+    except ValueError:
+        return f"Broker id must be an integer, but it is: {name}"
+    if number != node_id:
+        return f"Unexpected broker id, expected {node_id} or empty string, but received {name}"
+    return None
 
 
 def _authorized(ctx, resource_type: int, name: str) -> bool:
@@ -140,11 +165,11 @@ async def handle(ctx, request):
             else:
                 result["configs"] = _topic_configs(broker, r.resource_name, request.include_synonyms)
         elif r.resource_type == BROKER:
-            if r.resource_name not in ("", str(broker.node_id)):
-                result.update(error_code=ErrorCode.invalid_request,
-                              error_message=f"Unexpected broker id, expected {broker.node_id}, but received {r.resource_name}")
+            problem = _broker_name_problem(r.resource_name, broker.node_id)
+            if problem:
+                result.update(error_code=ErrorCode.invalid_request, error_message=problem)
             else:
-                result["configs"] = _broker_configs(broker, request.include_synonyms)
+                result["configs"] = _broker_configs(broker, r.resource_name, request.include_synonyms)
         else:
             result.update(error_code=ErrorCode.invalid_request,
                           error_message=f"Unsupported resource type {r.resource_type}")

@@ -2,7 +2,8 @@
 
 v3: transactional_id, record batch v2 only (Kafka 4 removed v0-v2 and message format v0/v1), exactly one batch
 per partition (ProduceRequest.validateRecords); every record of it is read before it is appended (LogValidator).
-v5: log_start_offset in the response; v8: record_errors + error_message; v9: flexible; v10/v11: the
+v5: log_start_offset in the response; v8: record_errors (a refused batch names its offending records by index,
+as Kafka's RecordValidationException: keyless records on a compacted topic, timestamps out of range) + error_message; v9: flexible; v10/v11: the
 current_leader / node_endpoints tagged fields for NOT_LEADER errors (never sent: we are every leader).
 acks 0, 1 and -1 are accepted (one replica: -1 is answered as soon as the leader has it, like acks=1);
 any other value gets INVALID_REQUIRED_ACKS. With acks=0 nothing is answered, and a failed append closes
@@ -20,7 +21,7 @@ import trio
 from logway.gateway.broker import now_ms
 from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.security.authorizer import Operation
-from logway.storage.errors import UnknownTopicOrPartition
+from logway.storage.errors import RecordErrors, UnknownTopicOrPartition
 from logway.wire.batch import LENGTH_POS, LOG_OVERHEAD, MAGIC_POS, MAGIC_V2
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.produce import ProducePartitionResult, decode_produce_request, encode_produce_response
@@ -100,6 +101,13 @@ async def handle(ctx, _request):
                     await trio.to_thread.run_sync(plog.flush)
             except UnknownTopicOrPartition as exc:
                 partitions_out.append(ProducePartitionResult(part.index, exc.error_code))
+                failures.append((name, part.index, exc))
+                continue
+            except RecordErrors as exc:
+                # v8+: name the offending records, off the event loop (it reads every record of the batch).
+                named = await trio.to_thread.run_sync(exc.name_records) if ctx.version >= 8 else ()
+                partitions_out.append(ProducePartitionResult(part.index, exc.error_code,
+                                                             error_message=exc.message_with(named), record_errors=named))
                 failures.append((name, part.index, exc))
                 continue
             except KafkaError as exc:

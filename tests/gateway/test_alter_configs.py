@@ -169,15 +169,6 @@ def test_kafka_python_alter_configs(gateway, topic_name):
     assert _describe(admin, resource)["retention.ms"].value == "3600000"
 
 
-@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated")
-def test_broker_resources_are_refused_with_a_clear_message(gateway):
-    admin = _admin(gateway)
-    resource = ConfigResource(ConfigResource.Type.BROKER, "1", set_config={"log.retention.ms": "1000"})
-    with pytest.raises(KafkaException, match="dynamic broker configs") as info:
-        admin.alter_configs([resource], request_timeout=10)[resource].result(10)
-    assert info.value.args[0].name() == "INVALID_REQUEST"
-
-
 def test_delete_records_moves_the_start_offset_and_drops_segments(gateway, topic_name):
     from confluent_kafka import Consumer
 
@@ -287,3 +278,58 @@ def test_concurrent_incremental_changes_of_one_topic_all_stay(gateway, topic_nam
     configs = _describe(admin, resource)
     assert {k: configs[k].value for k in keys} == keys
     assert {configs[k].source for k in keys} == {ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
+
+
+def _stored_batches(gw, topic: str) -> list:
+    from logway.wire.batch import iter_headers
+
+    return [header for path in _segments(gw, topic) for _, header in iter_headers(path.read_bytes(), check_crc=False)]
+
+
+def test_topic_config_changes_take_effect_without_a_restart(gateway, topic_name):
+    """Segment size, compression, max message size, timestamp type, flush and cleanup policy, each by its effect."""
+    from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer
+
+    admin = _admin(gateway)
+    _topic(admin, topic_name)
+    _produce(gateway, topic_name, 3)
+    assert len(_segments(gateway, topic_name)) == 1
+    _incremental(admin, topic_name, ("segment.bytes", "300", AlterConfigOpType.SET),
+                 ("compression.type", "gzip", AlterConfigOpType.SET),
+                 ("message.timestamp.type", "LogAppendTime", AlterConfigOpType.SET),
+                 ("flush.messages", "1", AlterConfigOpType.SET))
+    _produce(gateway, topic_name, 12)
+    assert len(_segments(gateway, topic_name)) > 3  # rolled at 300 bytes (a few small gzip batches each)
+    codecs = [h.compression for h in _stored_batches(gateway, topic_name)]
+    assert codecs[:3] == [0, 0, 0] and set(codecs[3:]) == {1}  # new batches stored gzip, as the topic now says
+    plog = gateway.broker.partition(topic_name, 0)
+    assert plog.recovery_point == plog.log_end_offset  # flush.messages=1: every append is flushed at once
+
+    consumer = Consumer({"bootstrap.servers": gateway.bootstrap, "group.id": topic_name, "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([topic_name])
+        stamps = []
+        while len(stamps) < 15:
+            msg = consumer.poll(10)
+            assert msg is not None and msg.error() is None
+            stamps.append(msg.timestamp()[0])
+    finally:
+        consumer.close()
+    assert stamps[3:] == [TIMESTAMP_LOG_APPEND_TIME] * 12  # the broker stamped the records after the change
+
+    _incremental(admin, topic_name, ("max.message.bytes", "150", AlterConfigOpType.SET),
+                 ("segment.bytes", None, AlterConfigOpType.DELETE))
+    producer = Producer({"bootstrap.servers": gateway.bootstrap, "linger.ms": 0, "compression.type": "none",
+                         "message.send.max.retries": 0})
+    errors = []
+    producer.produce(topic_name, value=b"y" * 400, on_delivery=lambda err, _msg: errors.append(err))
+    producer.flush(10)
+    assert [e.name() for e in errors] == ["MSG_SIZE_TOO_LARGE"]
+
+    _incremental(admin, topic_name, ("max.message.bytes", None, AlterConfigOpType.DELETE),
+                 ("cleanup.policy", "compact", AlterConfigOpType.SET))
+    keyless = Producer({"bootstrap.servers": gateway.bootstrap, "linger.ms": 0, "message.send.max.retries": 0})
+    errors.clear()
+    keyless.produce(topic_name, value=b"no key", on_delivery=lambda err, _msg: errors.append(err))
+    keyless.flush(10)
+    assert [e.name() for e in errors] == ["INVALID_RECORD"]  # a compacted topic refuses keyless records

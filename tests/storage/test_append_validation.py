@@ -63,9 +63,12 @@ def test_every_record_timestamp_is_checked_not_only_the_batch_fields(open_log):
     plog = open_log({"message.timestamp.before.max.ms": "1000", "message.timestamp.after.max.ms": "1000"})
     # Base and max timestamps are in range, the middle record is not (its delta is negative).
     lying = _patched(make_batch([b"a", b"b", b"c"], timestamps=[NOW, NOW - 5000, NOW]), ">q", MAX_TIMESTAMP_POS, NOW)
-    with pytest.raises(InvalidTimestamp, match=str(NOW - 5000)):
+    with pytest.raises(InvalidTimestamp) as err:
         plog.append(lying, now_ms=NOW)
     assert plog.log_end_offset == 0
+    # Kafka's RecordValidationException names the record (Produce v8+ record_errors).
+    assert err.value.name_records() == ((1, f"Timestamp {NOW - 5000} of message with offset 1 is out of range. The "
+                                           f"timestamp should be within [{NOW - 1000}, {NOW + 1000}]"),)
 
 
 def test_max_timestamp_is_rewritten_to_the_records_largest(open_log):
@@ -87,7 +90,8 @@ def test_a_producer_cannot_stamp_log_append_time(open_log):
 
 def test_compacted_topic_refuses_a_null_key_anywhere_in_the_batch(open_log):
     plog = open_log({"cleanup.policy": "compact"})
-    with pytest.raises(InvalidRecord, match="without key"):
+    with pytest.raises(InvalidRecord, match="1 record errors") as err:
         plog.append(keyed_batch([(b"k1", b"v"), (None, b"v"), (b"k2", b"v")], codec=compression.LZ4), now_ms=NOW)
+    assert [(i, "without key" in m) for i, m in err.value.name_records()] == [(1, True)]
     plog.append(keyed_batch([(b"k1", b"v")], codec=compression.LZ4), now_ms=NOW)
     assert plog.log_end_offset == 1

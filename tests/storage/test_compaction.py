@@ -209,7 +209,13 @@ def test_compacted_topic_refuses_records_without_key(open_log):
     plog = open_log(PROPS)
     with pytest.raises(InvalidRecord) as err:
         plog.append(keyed_batch([(b"k", b"v"), (None, b"v")], codec=codecs.LZ4), now_ms=NOW)
-    assert str(err.value) == "Compacted topic cannot accept message without key in topic partition t-0."
+    # Kafka's RecordValidationException: the keyless record by its index in the batch (Produce record_errors).
+    named = err.value.name_records()
+    assert named == ((1, "Compacted topic cannot accept message without key in topic partition t-0"),)
+    assert err.value.message_with(named) == (
+        "One or more records have been rejected due to 1 record errors in total, and only showing the first three "
+        "errors at most: [RecordError(batchIndex=1, message='Compacted topic cannot accept message without key in "
+        "topic partition t-0')]")
     assert plog.log_end_offset == 0
     plain = open_log({"cleanup.policy": "delete"})
     assert plain.append(make_batch([b"no key"]), now_ms=NOW).last_offset == 0

@@ -81,6 +81,8 @@ partition_results = st.builds(
     log_append_time_ms=st.one_of(st.just(-1), st.integers(0, 2**41)),
     log_start_offset=st.integers(-1, 2**63 - 1),
     error_message=st.one_of(st.none(), st.text(max_size=30)),
+    record_errors=st.lists(st.tuples(st.integers(0, 2**31 - 1), st.one_of(st.none(), st.text(max_size=20))),
+                           max_size=3).map(tuple),
 )
 
 
@@ -94,6 +96,7 @@ def test_response_encoder_is_byte_equal_to_kio(version, correlation_id, throttle
             "index": p.index, "error_code": p.error_code, "base_offset": p.base_offset,
             "log_append_time": p.log_append_time_ms if p.log_append_time_ms >= 0 else None,
             "log_start_offset": p.log_start_offset, "error_message": p.error_message,
+            "record_errors": [{"batch_index": i, "batch_index_error_message": m} for i, m in p.record_errors],
         } for p in parts]} for name, parts in topics],
     })
     assert encode_produce_response(version, correlation_id, topics, throttle) == encode_response(
