@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="SCRAM-SHA-256 and/or SCRAM-SHA-512 (repeatable; default both)")
     users.add_argument("--iterations", type=int, default=4096, help="PBKDF2 iterations (4096-16384)")
     users.add_argument("--log-level", default="WARNING")
+    from logway.proxy.cli import add_parser as add_proxy_parser
+
+    add_proxy_parser(sub)
     return parser
 
 
@@ -168,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
         except ConfigError as exc:
             print(f"logway: configuration error: {exc}", file=sys.stderr)
             return 2
+    if args.command == "proxy":
+        from logway.proxy.cli import main as proxy_main
+
+        return proxy_main(args)
     if args.command == "serve":
         from logway.gateway.server import StartupError, serve
 
