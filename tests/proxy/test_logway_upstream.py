@@ -1,0 +1,184 @@
+"""`logway proxy` in front of a Logway broker process, with real clients: everything a client does works
+through the proxy's ports, and no client ever sees the upstream's port."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import sys
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka.admin import NewTopic as KpNewTopic
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from compat_tests.kafka.wire_client import request_frame  # noqa: E402
+from logway.proxy.frames import decode_response  # noqa: E402
+from logway.wire.protocol import build, encode_body, request_type  # noqa: E402
+
+
+def _confluent_roundtrip(bootstrap: str, topic: str, upstream_port: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, 3, 1)]).values():
+        future.result(15)
+    metadata = admin.list_topics(timeout=10)
+    assert {(b.host, b.port) for b in metadata.brokers.values()} == {("127.0.0.1", int(bootstrap.split(":")[1]) + 2)}
+    assert all(b.port != upstream_port for b in metadata.brokers.values())
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    for i in range(300):
+        producer.produce(topic, key=str(i % 7).encode(), value=f"v{i}".encode())
+    assert producer.flush(20) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-g", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    values = []
+    deadline = time.monotonic() + 30
+    while len(values) < 300 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    consumer.commit(asynchronous=False)
+    committed = consumer.committed(consumer.assignment(), timeout=10)
+    consumer.close()
+    assert sorted(values) == sorted(f"v{i}".encode() for i in range(300))
+    assert sum(max(tp.offset, 0) for tp in committed) == 300  # a partition no key went to has none
+    for future in admin.delete_topics([topic]).values():
+        future.result(15)
+    assert topic not in admin.list_topics(timeout=10).topics
+
+
+def test_confluent_kafka_through_proxy(proxy, logway_upstream, topic_name):
+    _confluent_roundtrip(proxy.bootstrap, topic_name, logway_upstream.port)
+
+
+def test_kafka_python_through_proxy(proxy, logway_upstream, topic_name):
+    admin = KafkaAdminClient(bootstrap_servers=proxy.bootstrap)
+    admin.create_topics([KpNewTopic(topic_name, 2, 1)])
+    brokers = admin.describe_cluster()["brokers"]
+    assert [(b["broker_id"], b["host"], b["port"]) for b in brokers] == [(1, "127.0.0.1", proxy.node_port(1))]
+    producer = KafkaProducer(bootstrap_servers=proxy.bootstrap, enable_idempotence=True, acks="all")
+    for i in range(200):
+        producer.send(topic_name, f"m{i}".encode())
+    producer.flush(20)
+    producer.close()
+    consumer = KafkaConsumer(topic_name, bootstrap_servers=proxy.bootstrap, group_id=f"{topic_name}-g",
+                             auto_offset_reset="earliest", consumer_timeout_ms=15000, enable_auto_commit=False)
+    values = []
+    for message in consumer:
+        values.append(message.value)
+        if len(values) == 200:
+            break
+    consumer.commit()
+    consumer.close()
+    assert sorted(values) == sorted(f"m{i}".encode() for i in range(200))
+    admin.delete_topics([topic_name])
+    admin.close()
+
+
+def _frame(api_key: int, version: int, fields: dict, correlation_id: int) -> bytes:
+    return request_frame(api_key, version, encode_body(build(request_type(api_key, version), fields)), correlation_id)
+
+
+def _read(sock: socket.socket) -> bytes:
+    def exact(n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            chunk = sock.recv(n - len(out))
+            if not chunk:
+                raise ConnectionError("closed")
+            out += chunk
+        return out
+
+    (size,) = struct.unpack(">i", exact(4))
+    return exact(size)
+
+
+def test_pipelined_requests_with_repeated_correlation_ids_are_answered_in_order(proxy, logway_upstream):
+    """Clients pipeline, and nothing makes their correlation ids unique: the proxy renumbers upstream and
+    answers in request order with the client's own ids; Metadata names the proxy's port, not the upstream's."""
+    metadata = {"topics": [], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False,
+                "include_cluster_authorized_operations": False}
+    with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
+        sock.sendall(_frame(18, 3, {"client_software_name": "t", "client_software_version": "1"}, 7)
+                     + _frame(3, 12, metadata, 7) + _frame(3, 9, metadata, 7) + _frame(3, 12, metadata, 42))
+        answers = [_read(sock) for _ in range(4)]
+    assert [struct.unpack_from(">i", a)[0] for a in answers] == [7, 7, 7, 42]
+    versions = decode_response(18, 3, answers[0])
+    assert {k.api_key for k in versions.api_keys} >= {0, 1, 3, 18}
+    assert not {17, 36} & {k.api_key for k in versions.api_keys}  # no SASL on a PLAINTEXT listener
+    for answer, version in zip(answers[1:], (12, 9, 12), strict=True):
+        brokers = decode_response(3, version, answer).brokers
+        assert [(b.node_id, b.port) for b in brokers] == [(1, proxy.node_port(1))]
+
+
+def test_unknown_api_key_closes_the_connection_with_a_log_line(proxy):
+    with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
+        sock.sendall(struct.pack(">ihhih", 10, 999, 0, 5, -1))
+        assert sock.recv(100) == b""
+    deadline = time.monotonic() + 5
+    while "is not served by the proxy" not in proxy.log() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "unknown api key (999) is not served by the proxy" in proxy.log()
+
+
+def test_oversized_frame_is_refused_before_any_read(proxy):
+    with socket.create_connection(("127.0.0.1", proxy.node_port(1)), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", 2**31 - 1) + b"\0" * 16)
+        assert sock.recv(100) == b""
+
+
+def test_upstream_sigkill_under_load_gives_retriable_errors_then_recovery(processes, topic_name):
+    """A producer through the proxy keeps going while the upstream is killed and restarted on the same
+    port and data: sends fail with retriable errors (never a hang), then succeed again; every acknowledged
+    message is there afterwards."""
+    upstream = processes["gateway"]("data", "--override", "node.id=1",
+                                    "--override", "group.initial.rebalance.delay.ms=0").start()
+    proxy = processes["proxy"](upstream.bootstrap).start()
+    if True:
+        proxy.wait_node_port(1)
+        admin = AdminClient({"bootstrap.servers": proxy.bootstrap})
+        for future in admin.create_topics([NewTopic(topic_name, 1, 1)]).values():
+            future.result(15)
+        acked, failed = [], []
+
+        def on_delivery(err, msg):
+            (failed if err else acked).append(msg.value())
+
+        producer = Producer({"bootstrap.servers": proxy.bootstrap, "acks": "all", "message.timeout.ms": 3000,
+                             "retry.backoff.ms": 100, "socket.timeout.ms": 2000})
+        killed_at = restarted_at = None
+        started = time.monotonic()
+        i = 0
+        while time.monotonic() - started < 25 and i < 100_000:
+            producer.produce(topic_name, f"{i}".encode(), on_delivery=on_delivery)
+            i += 1
+            producer.poll(0.002)
+            now = time.monotonic()
+            if killed_at is None and now - started > 1:
+                upstream.stop("KILL")
+                killed_at = now
+            if killed_at is not None and restarted_at is None and now - killed_at > 3:
+                upstream.start()
+                restarted_at = now
+                acked_before = len(acked)
+            if restarted_at is not None and len(acked) > acked_before + 100:
+                break
+        print(f"killed at {killed_at - started:.1f}s, restarted at {restarted_at - started:.1f}s, "
+              f"recovered at {time.monotonic() - started:.1f}s; {len(failed)} failed, {len(acked)} acked")
+        producer.flush(15)
+        assert failed, "no send failed while the upstream was down"
+        assert restarted_at is not None and len(acked) > acked_before + 100, "no recovery after the restart"
+        consumer = Consumer({"bootstrap.servers": proxy.bootstrap, "group.id": f"{topic_name}-check",
+                             "auto.offset.reset": "earliest"})
+        consumer.subscribe([topic_name])
+        seen = set()
+        deadline = time.monotonic() + 30
+        while not set(acked) <= seen and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                seen.add(message.value())
+        consumer.close()
+        assert set(acked) <= seen, f"{len(set(acked) - seen)} acknowledged messages missing"
