@@ -162,3 +162,9 @@ _names = iter(range(1_000_000))
 def topic_name(request) -> str:
     """A topic name unique within the test session."""
     return f"{request.node.name.split('[')[0][:40]}-{next(_names)}".replace("_", "-")
+
+
+@pytest.fixture(scope="session")
+def proxy_process_type() -> type[ProxyProcess]:
+    """The ProxyProcess class, for module fixtures elsewhere in tests/proxy."""
+    return ProxyProcess
