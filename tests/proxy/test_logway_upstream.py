@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic as KpNewTopic
@@ -182,3 +182,47 @@ def test_upstream_sigkill_under_load_gives_retriable_errors_then_recovery(proces
                 seen.add(message.value())
         consumer.close()
         assert set(acked) <= seen, f"{len(set(acked) - seen)} acknowledged messages missing"
+
+
+PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule required"
+
+
+def test_sasl_plain_ends_at_the_proxy_which_authenticates_upstream_with_its_own_credentials(processes, topic_name):
+    """Clients authenticate to the proxy (its listener's users); the proxy authenticates to a SASL upstream as
+    itself. A wrong client password is refused by the proxy with Kafka's error."""
+    sasl = ("--override", "listener.security.protocol.map=PLAINTEXT:SASL_PLAINTEXT",
+            "--override", "sasl.enabled.mechanisms=PLAIN")
+    upstream = processes["gateway"]("data", *sasl, "--override",
+                                    f'listener.name.plaintext.plain.sasl.jaas.config={PLAIN} user_proxy="up-secret";',
+                                    "--override", "group.initial.rebalance.delay.ms=0").start()
+    proxy = processes["proxy"](
+        upstream.bootstrap, *sasl,
+        "--override", f'listener.name.plaintext.plain.sasl.jaas.config={PLAIN} user_alice="alice-secret";',
+        "--override", "proxy.upstream.security.protocol=SASL_PLAINTEXT",
+        "--override", f'proxy.upstream.sasl.jaas.config={PLAIN} username="proxy" password="up-secret";').start()
+    proxy.wait_node_port(1)
+    client = {"bootstrap.servers": proxy.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+              "sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": "alice-secret"}
+    admin = AdminClient(client)
+    for future in admin.create_topics([NewTopic(topic_name, 1, 1)]).values():
+        future.result(15)
+    producer = Producer(client)
+    for i in range(50):
+        producer.produce(topic_name, f"s{i}".encode())
+    assert producer.flush(15) == 0
+    consumer = Consumer({**client, "group.id": f"{topic_name}-g", "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic_name])
+    values = []
+    deadline = time.monotonic() + 20
+    while len(values) < 50 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    consumer.close()
+    assert sorted(values) == sorted(f"s{i}".encode() for i in range(50))
+    errors: list[KafkaError] = []
+    wrong = Producer({**client, "sasl.password": "nope", "error_cb": errors.append})
+    deadline = time.monotonic() + 10
+    while not any(e.code() == KafkaError._AUTHENTICATION for e in errors) and time.monotonic() < deadline:
+        wrong.poll(0.25)
+    assert any("Authentication failed: Invalid username or password" in e.str() for e in errors), errors
