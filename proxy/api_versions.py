@@ -51,9 +51,9 @@ def kio_range(api_key: int) -> tuple[int, int] | None:
     return (min(versions), max(versions)) if versions else None
 
 
-def advertised_ranges(upstream: Ranges, sasl: Ranges | None = None) -> Ranges:
-    """What the proxy tells clients: the forwardable part of ``upstream``, ApiVersions, and (on a SASL
-    listener) the proxy's own SaslHandshake/SaslAuthenticate ranges."""
+def advertised_ranges(upstream: Ranges, sasl: Ranges | None = None, caps: dict[int, int] | None = None) -> Ranges:
+    """What the proxy tells clients: the forwardable part of ``upstream`` (each API at most its version in
+    ``caps``), ApiVersions, and (on a SASL listener) the proxy's own SaslHandshake/SaslAuthenticate ranges."""
     out: Ranges = {API_VERSIONS: API_VERSIONS_RANGE}
     for key, (lo, hi) in upstream.items():
         if key in NOT_FORWARDED or key not in api_key_map:
@@ -61,7 +61,7 @@ def advertised_ranges(upstream: Ranges, sasl: Ranges | None = None) -> Ranges:
         known = kio_range(key)
         if known is None:
             continue
-        low, high = max(lo, known[0]), min(hi, known[1])
+        low, high = max(lo, known[0]), min(hi, known[1], (caps or {}).get(key, hi))
         if low <= high:
             out[key] = (low, high)
     out.update(sasl or {})

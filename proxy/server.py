@@ -19,9 +19,11 @@ from logway.gateway.security.authorizer import ACL_FILE, Authorizer
 from logway.gateway.security.credentials import CredentialStore
 from logway.gateway.server import StartupError, _accept, _connection
 from logway.proxy.addresses import NodeOutOfRange
-from logway.proxy.api_versions import Ranges
+from logway.proxy.api_versions import Ranges, advertised_ranges
 from logway.proxy.cluster import Cluster
 from logway.proxy.config import ProxyConfig
+from logway.proxy.filters.acl import VERSION_CAPS as ACL_VERSION_CAPS
+from logway.proxy.filters.acl import acl_filter_factory
 from logway.proxy.session import FilterFactory, ProxyConnection, ProxySession, ProxyTlsConnection, proxy_sasl_gate
 
 log = logging.getLogger(__name__)
@@ -46,8 +48,15 @@ class ProxyBroker:
         self.addressing = config.addressing
         self.filter_factories = {name: list(fs) for name, fs in (filter_factories or {}).items()}
 
-    def sasl_ranges(self, listener: str) -> Ranges:
-        return _SASL_RANGES if self.config.security[listener].sasl else {}
+    def filter_chain(self, listener: str) -> list[FilterFactory]:
+        """The filters of a client connection on ``listener``, in order: ACLs first (when an authorizer is
+        configured), then the listener's own chain."""
+        chain = [acl_filter_factory(self.authorizer)] if self.authorizer is not None else []
+        return chain + self.filter_factories.get(listener, [])
+
+    def advertised_ranges(self, upstream: Ranges, listener: str) -> Ranges:
+        sasl = _SASL_RANGES if self.config.security[listener].sasl else {}
+        return advertised_ranges(upstream, sasl, ACL_VERSION_CAPS if self.authorizer is not None else None)
 
 
 class ProxyServer:

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from logway.gateway.connection import Connection, ConnectionClosed
+from logway.gateway.security.authorizer import client_host
 from logway.gateway.security.sasl import sasl_gate
 from logway.gateway.tls_connection import TlsConnection
-from logway.proxy.api_versions import API_VERSIONS, API_VERSIONS_RANGE, Ranges, advertised_ranges, api_versions_response
+from logway.proxy.api_versions import API_VERSIONS, API_VERSIONS_RANGE, Ranges, api_versions_response
 from logway.proxy.filters.base import Answer, ClientInfo, Filter
 from logway.proxy.frames import (
     SIZE,
@@ -86,9 +87,8 @@ class ProxySession:
 
     async def run(self) -> None:
         self._queue_in, self._queue_out = trio.open_memory_channel(self.broker.proxy.max_in_flight)
-        self.client = ClientInfo(principal=self.principal, host=self.peer.rsplit(":", 1)[0],
-                                 listener=self.listener.name)
-        self.filters = [factory(self.client) for factory in self.broker.filter_factories.get(self.listener.name, ())]
+        self.client = ClientInfo(principal=self.principal, host=client_host(self.peer), listener=self.listener.name)
+        self.filters = [factory(self.client) for factory in self.broker.filter_chain(self.listener.name)]
         self._filter_keys = frozenset().union(*(f.api_keys for f in self.filters)) if self.filters else frozenset()
         try:
             async with trio.open_nursery() as nursery:
@@ -111,15 +111,17 @@ class ProxySession:
         upstream = await self._upstream()
         self._check_advertised(header)
         pending = Pending(header.correlation_id, header.api_key, header.api_version, upstream.next_correlation_id())
+        expects_response = header.api_key != 0 or produce_expects_response(frame, header, pos)
+        out = None
         if header.api_key in self._filter_keys:
             out = self._filtered_request(header, frame, pos, pending)
             if pending.answer is not None:
-                await self._queue_in.send(pending)
+                if expects_response:  # (an acks=0 Produce gets no answer, as from Kafka)
+                    await self._queue_in.send(pending)
                 return
-        else:
+        if out is None:  # no filter changed the request: forward its bytes
             set_request_correlation_id(frame, pending.upstream_correlation_id)
             out = frame
-        expects_response = header.api_key != 0 or produce_expects_response(frame, header, pos)
         try:
             await upstream.send(out)
         except UpstreamError as exc:
@@ -128,8 +130,9 @@ class ProxySession:
         if expects_response:
             await self._queue_in.send(pending)
 
-    def _filtered_request(self, header: RequestHeader, frame: memoryview, pos: int, pending: Pending) -> bytes:
-        request = decode_request(header, bytes(frame), pos)
+    def _filtered_request(self, header: RequestHeader, frame: memoryview, pos: int, pending: Pending) -> bytes | None:
+        """The request as the filters leave it, encoded; None if they left it as it came."""
+        original = request = decode_request(header, bytes(frame), pos)
         try:
             for f in self.filters:
                 if header.api_key in f.api_keys:
@@ -138,7 +141,9 @@ class ProxySession:
         except Answer as answer:
             pending.answer = _framed(encode_response_frame(header.api_key, header.api_version,
                                                            header.correlation_id, answer.response))
-            return b""
+            return None
+        if request is original:
+            return None
         upstream_header = RequestHeader(header.api_key, header.api_version, pending.upstream_correlation_id,
                                         header.client_id)
         return encode_request(upstream_header, request)
@@ -164,14 +169,14 @@ class ProxySession:
             except UpstreamError as exc:
                 log.info("closing connection from %s: %s", self.peer, exc)
                 raise ConnectionClosed() from None
-            self.ranges = advertised_ranges(self.upstream.ranges, self.broker.sasl_ranges(self.listener.name))
+            self.ranges = self.broker.advertised_ranges(self.upstream.ranges, self.listener.name)
         return self.upstream
 
     async def _api_versions(self, header: RequestHeader) -> bytes:
         """The proxy's own ApiVersions answer (header v0 always): the advertised ranges."""
         if self.upstream is None and self.sasl is not None and not self.sasl.authenticated:
             # Before authentication no upstream connection is opened for the client: the cluster's ranges.
-            ranges = advertised_ranges(self.broker.cluster.ranges, self.broker.sasl_ranges(self.listener.name))
+            ranges = self.broker.advertised_ranges(self.broker.cluster.ranges, self.listener.name)
         else:
             await self._upstream()
             ranges = self.ranges
@@ -195,6 +200,9 @@ class ProxySession:
             log.info("closing connection from %s: %s", self.peer, exc)
             self._close_client()
         except OSError:
+            self._close_client()
+        except Exception:  # a bug: log it with its traceback; only this connection closes
+            log.exception("closing connection from %s after an internal error", self.peer)
             self._close_client()
 
     async def _relay(self, pending: Pending) -> None:
@@ -240,7 +248,7 @@ class ProxySession:
             if key in (METADATA, DESCRIBE_CLUSTER):
                 self.broker.cluster.learn(upstream_endpoints(key, response))
             response = rewrite_addresses(key, response, self.broker.addressing[self.listener.name])
-        for f, request in reversed(list(zip(self.filters, pending.requests, strict=True))):
+        for f, request in reversed(list(zip(self.filters, pending.requests, strict=False))):
             if key in f.api_keys:
                 response = f.on_response(self.client, key, version, request, response)
         return encode_response_frame(key, version, pending.client_correlation_id, response)

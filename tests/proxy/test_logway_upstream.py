@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic as KpNewTopic
@@ -226,3 +226,53 @@ def test_sasl_plain_ends_at_the_proxy_which_authenticates_upstream_with_its_own_
     while not any(e.code() == KafkaError._AUTHENTICATION for e in errors) and time.monotonic() < deadline:
         wrong.poll(0.25)
     assert any("Authentication failed: Invalid username or password" in e.str() for e in errors), errors
+
+
+def test_acls_at_the_proxy_apply_to_the_client_principal(processes, tmp_path, topic_name):
+    """The proxy's authorizer (the gateway's, Kafka's StandardAuthorizer semantics) decides on the principal
+    the client authenticated as at the proxy: alice may write and read one topic, not another; Metadata for
+    all topics lists only what she may describe; a denied topic gets TOPIC_AUTHORIZATION_FAILED."""
+    from logway.gateway.security.authorizer import AclBinding, Authorizer, Operation, PatternType, Permission
+
+    upstream = processes["gateway"]("data", "--override", "node.id=1").start()
+    allowed, denied = f"{topic_name}-ok", f"{topic_name}-no"
+    admin = AdminClient({"bootstrap.servers": upstream.bootstrap})
+    for future in admin.create_topics([NewTopic(allowed, 1, 1), NewTopic(denied, 1, 1)]).values():
+        future.result(15)
+    proxy = processes["proxy"](
+        upstream.bootstrap, "--override", "listener.security.protocol.map=PLAINTEXT:SASL_PLAINTEXT",
+        "--override", "sasl.enabled.mechanisms=PLAIN",
+        "--override", f'listener.name.plaintext.plain.sasl.jaas.config={PLAIN} user_alice="a-pw";',
+        "--override", "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+    state = proxy.workdir / "state"
+    state.mkdir(parents=True)
+    acls = Authorizer()
+    for operation in (Operation.WRITE, Operation.READ):
+        acls.add(AclBinding(2, allowed, PatternType.LITERAL, "User:alice", "*", operation, Permission.ALLOW))
+    acls.add(AclBinding(3, "*", PatternType.LITERAL, "User:alice", "*", Operation.READ, Permission.ALLOW))
+    acls.save(state / "logway-acls.json")
+    proxy.start()
+    proxy.wait_node_port(1)
+    alice = {"bootstrap.servers": proxy.bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+             "sasl.username": "alice", "sasl.password": "a-pw"}
+    listed = AdminClient(alice).list_topics(timeout=10).topics
+    assert allowed in listed and denied not in listed
+    outcomes: dict[str, list] = {allowed: [], denied: []}
+    producer = Producer({**alice, "message.timeout.ms": 5000})
+    for topic in (allowed, denied):
+        for i in range(5):
+            producer.produce(topic, f"{i}".encode(), on_delivery=lambda err, msg: outcomes[msg.topic()].append(err))
+    producer.flush(15)
+    assert outcomes[allowed] == [None] * 5
+    assert outcomes[denied] and all(e is not None and e.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+                                    for e in outcomes[denied])
+    consumer = Consumer({**alice, "group.id": f"{topic_name}-g", "auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition(allowed, 0, 0)])
+    values = []
+    deadline = time.monotonic() + 15
+    while len(values) < 5 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    consumer.close()
+    assert sorted(values) == [f"{i}".encode() for i in range(5)]
