@@ -127,10 +127,34 @@ class Upstream:
         (size,) = _SIZE.unpack_from(self._buf, 0)
         if size < 4 or size > max_size:
             raise UpstreamError(f"{self}: response frame of {size} bytes (limit {max_size})")
-        await self._fill(4 + size)
-        frame = self._buf[4 : 4 + size]
-        del self._buf[: 4 + size]
+        if size <= _SMALL:
+            await self._fill(4 + size)
+            frame = self._buf[4 : 4 + size]
+            del self._buf[: 4 + size]
+            return frame
+        # A large frame (a Fetch response) is received straight into its own buffer: one copy, from the kernel.
+        frame = bytearray(size)
+        have = len(self._buf) - 4
+        frame[:have] = memoryview(self._buf)[4:]
+        self._buf.clear()
+        view = memoryview(frame)
+        while have < size:
+            have += await self._receive_into(view[have:])
         return frame
+
+    async def _receive_into(self, view: memoryview) -> int:
+        try:
+            if isinstance(self.stream, trio.SocketStream):
+                n = await self.stream.socket.recv_into(view)
+            else:
+                data = await self.stream.receive_some(len(view))
+                n = len(data)
+                view[:n] = data
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise UpstreamError(f"{self}: receive failed: {exc}") from None
+        if n == 0:
+            raise UpstreamError(f"{self} closed the connection")
+        return n
 
     async def _fill(self, n: int) -> None:
         while len(self._buf) < n:
