@@ -206,10 +206,26 @@ class ProxySession:
             self._close_client()
 
     async def _relay(self, pending: Pending) -> None:
+        """Read the upstream's response to ``pending`` and send it on; a large one's buffer is taken from the
+        shared budget (queued.max.request.bytes, as the gateway's request buffers) until it is sent."""
+        reserved = 0
+
+        async def reserve(size: int) -> None:
+            nonlocal reserved
+            await self.memory.acquire(self, size)
+            reserved = size
+
+        try:
+            await self._relay_within(pending, reserve)
+        finally:
+            if reserved:
+                self.memory.release(reserved)
+
+    async def _relay_within(self, pending: Pending, reserve) -> None:
         upstream = self.upstream
         frame = None
         with trio.move_on_after(self.broker.proxy.request_timeout):
-            frame = await upstream.read_frame(self.broker.config.socket_request_max_bytes)
+            frame = await upstream.read_frame(self.broker.config.socket_request_max_bytes, reserve)
         if frame is None:
             raise UpstreamError(f"{upstream}: no response to {api_name(pending.api_key)} within "
                                 "proxy.upstream.request.timeout.ms")

@@ -121,8 +121,9 @@ class Upstream:
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise UpstreamError(f"{self}: send failed: {exc}") from None
 
-    async def read_frame(self, max_size: int) -> bytearray:
-        """The next whole response frame without its size prefix."""
+    async def read_frame(self, max_size: int, reserve=None) -> bytearray:
+        """The next whole response frame without its size prefix; ``reserve(size)`` is awaited before a
+        large frame's buffer is allocated (the caller's memory budget)."""
         await self._fill(4)
         (size,) = _SIZE.unpack_from(self._buf, 0)
         if size < 4 or size > max_size:
@@ -133,6 +134,8 @@ class Upstream:
             del self._buf[: 4 + size]
             return frame
         # A large frame (a Fetch response) is received straight into its own buffer: one copy, from the kernel.
+        if reserve is not None:
+            await reserve(size)
         frame = bytearray(size)
         have = len(self._buf) - 4
         frame[:have] = memoryview(self._buf)[4:]

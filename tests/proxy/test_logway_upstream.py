@@ -276,3 +276,26 @@ def test_acls_at_the_proxy_apply_to_the_client_principal(processes, tmp_path, to
             values.append(message.value())
     consumer.close()
     assert sorted(values) == [f"{i}".encode() for i in range(5)]
+
+
+def test_large_produce_and_fetch_frames_pass_through_intact(proxy, topic_name):
+    """Frames beyond the proxy's small-frame path (64 KiB): Produce batches and Fetch responses of MBs."""
+    import hashlib
+
+    values = [hashlib.sha256(str(i).encode()).digest() * 2000 for i in range(120)]  # 64,000 B each
+    failed = []
+    producer = Producer({"bootstrap.servers": proxy.bootstrap, "linger.ms": 50})  # batches up to 1 MB
+    for value in values:
+        producer.produce(topic_name, value, on_delivery=lambda err, _: err and failed.append(err))
+    assert producer.flush(30) == 0 and not failed
+    consumer = Consumer({"bootstrap.servers": proxy.bootstrap, "group.id": f"{topic_name}-g",
+                         "auto.offset.reset": "earliest", "fetch.max.bytes": 8 << 20})
+    consumer.assign([TopicPartition(topic_name, 0, 0)])
+    got = []
+    deadline = time.monotonic() + 30
+    while len(got) < len(values) and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            got.append(message.value())
+    consumer.close()
+    assert got == values
