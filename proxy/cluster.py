@@ -49,7 +49,9 @@ class Cluster:
             if added or removed:
                 log.info("upstream brokers: %s (added %s, removed %s)", sorted(nodes), added or "none", removed or "none")
             self.nodes = nodes
-            self.markers = endpoint_markers({host for host, _ in nodes.values()})
+            # The bootstrap hosts too: a broker that joins is often on one of them before the proxy learns it.
+            hosts = {host for host, _ in nodes.values()} | {host for host, _ in self.config.upstream_bootstrap}
+            self.markers = endpoint_markers(hosts)
             self.changed.set()
             self.changed = trio.Event()
 
