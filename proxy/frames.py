@@ -13,16 +13,17 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from logway.proxy.api_versions import kio_range
 from logway.wire.errors import MalformedRequest
 from logway.wire.protocol import (
     API_VERSIONS_KEY,
     RequestHeader,
     body_offset,
+    decode_body,
     decode_request_header,
     encode_body,
     is_flexible,
     read_uvarint,
-    request_type,
     response_header_bytes,
     response_type,
     skip_tagged_fields,
@@ -41,12 +42,10 @@ SIZE = _I32
 def read_request_header(frame: memoryview | bytes) -> tuple[RequestHeader, int]:
     """The request header and where the body starts (after a v2 header's tagged fields)."""
     header, pos = decode_request_header(frame)
-    try:
-        return header, body_offset(frame, header, pos)
-    except Exception as exc:  # kio does not know this (key, version): the caller refuses it by its ranges
-        if isinstance(exc, MalformedRequest):
-            raise
-        return header, pos
+    known = kio_range(header.api_key)
+    if known is None or not known[0] <= header.api_version <= known[1]:
+        return header, pos  # a key or version kio does not know: refused by the advertised ranges
+    return header, body_offset(frame, header, pos)
 
 
 def set_request_correlation_id(frame: memoryview | bytearray, correlation_id: int) -> None:
@@ -77,8 +76,7 @@ def produce_expects_response(frame: memoryview | bytes, header: RequestHeader, p
 
 def decode_request(header: RequestHeader, frame: bytes, pos: int) -> Any:
     """A request body as a kio object, its lengths checked first (the client is hostile)."""
-    cls = request_type(header.api_key, header.api_version)
-    return _decode(cls, frame, pos)
+    return decode_body(header.api_key, header.api_version, frame, pos)
 
 
 def encode_request(header: RequestHeader, body: Any) -> bytes:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from logway.proxy.addresses import BrokerAddressing, NodeOutOfRange
@@ -116,5 +115,3 @@ def may_carry_endpoints(frame: bytes | bytearray, markers: list[bytes]) -> bool:
     (False positives, e.g. a record value holding the host, only cost one decode.)"""
     return any(marker in frame for marker in markers)
 
-
-Rewriter = Callable[[int, Any, BrokerAddressing], Any]

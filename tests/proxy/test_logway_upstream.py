@@ -299,3 +299,14 @@ def test_large_produce_and_fetch_frames_pass_through_intact(proxy, topic_name):
             got.append(message.value())
     consumer.close()
     assert got == values
+
+
+def test_version_beyond_the_advertised_range_closes_the_connection_with_a_log_line(proxy):
+    with socket.create_connection(("127.0.0.1", proxy.node_port(1)), timeout=10) as sock:
+        sock.sendall(struct.pack(">ihhih", 10, 0, 99, 6, -1))  # Produce v99
+        assert sock.recv(100) == b""
+    deadline = time.monotonic() + 5
+    while "Produce v99 is not supported by the proxy" not in proxy.log() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "produce v99 is not supported by the proxy" in proxy.log().lower()
+    assert "internal error" not in proxy.log()
