@@ -124,6 +124,40 @@ def test_kafka_python_idempotent_produce_and_group_consume(kproxy, topic_name):
     assert sorted(values) == sorted(f"k{i}".encode() for i in range(200))
 
 
+def test_transactions_through_the_proxy(kproxy, topic_name):
+    """A transactional producer finds its transaction coordinator through the proxy's ports; read_committed
+    consumers see the committed transaction and not the aborted one."""
+    _create(kproxy.bootstrap, topic_name, partitions=2)
+    producer = Producer({"bootstrap.servers": kproxy.bootstrap, "transactional.id": f"{topic_name}-tx"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(20):
+        producer.produce(topic_name, f"committed-{i}".encode(), partition=i % 2)
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    for i in range(10):
+        producer.produce(topic_name, f"aborted-{i}".encode(), partition=i % 2)
+    producer.flush(30)
+    producer.abort_transaction(30)
+    consumer = Consumer({"bootstrap.servers": kproxy.bootstrap, "group.id": f"{topic_name}-rc",
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    consumer.assign([TopicPartition(topic_name, p, 0) for p in range(2)])
+    values = []
+    deadline = time.monotonic() + 20
+    while len(values) < 20 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    # The aborted records come after the committed ones: a little more polling shows none of them.
+    end = time.monotonic() + 2
+    while time.monotonic() < end:
+        message = consumer.poll(0.2)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    consumer.close()
+    assert sorted(values) == sorted(f"committed-{i}".encode() for i in range(20))
+
+
 def test_java_client_roundtrip(kproxy, tmp_path):
     from programs import java
     from records import assert_exact, expected_offsets, make_records, unique, write_spec
