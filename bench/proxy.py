@@ -41,21 +41,28 @@ def free_port_block(size: int) -> int:
     raise RuntimeError("no block of free ports")
 
 
+# The node id each upstream kind reports (Logway's node.id default; Tansu's fixed id).
+NODE_IDS = {"logway": 1, "tansu": 111, "kafka": 1}
+
+
 class LogwayProxy(Broker):
-    """`logway proxy` in front of ``upstream``; node N of the upstream on port + 1 + N."""
+    """`logway proxy` in front of ``upstream`` (one broker): its node on the port after the bootstrap port
+    (proxy.broker.port.offset = 1 - node id, so a node id of 111 needs no block of 113 free ports)."""
 
     name = "logway-proxy"
 
     def __init__(self, workdir: Path, upstream: Broker) -> None:
         super().__init__(workdir)
         self.upstream = upstream
-        self.port = free_port_block(4)
+        self.node_id = NODE_IDS.get(upstream.name, 1)
+        self.port = free_port_block(2)
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "logway.gateway", "proxy", "--upstream-bootstrap-servers",
                 self.upstream.bootstrap, "--listeners", f"PLAINTEXT://127.0.0.1:{self.port}",
-                "--override", f"log.dirs={self.workdir / 'state'}", "--override", "proxy.node.id.range=0-2",
-                "--log-level", "WARNING"]
+                "--override", f"log.dirs={self.workdir / 'state'}",
+                "--override", f"proxy.node.id.range={self.node_id}-{self.node_id}",
+                "--override", f"proxy.broker.port.offset={1 - self.node_id}", "--log-level", "WARNING"]
 
 
 def one_round(target: Broker, upstream: Broker, args: argparse.Namespace, n: int) -> dict[str, float]:

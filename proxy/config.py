@@ -88,10 +88,10 @@ class ProxyConfig:
         self.address_pattern = p["proxy.broker.address.pattern"].strip()
         self.addressing = {lst.name: self._addressing(lst) for lst in self.server.listeners}
         for name, addressing in self.addressing.items():
-            if addressing.port_span.stop - 1 > 65535:
+            if addressing.port_span.start < 1 or addressing.port_span.stop - 1 > 65535:
                 raise ConfigError(f"listener {name}: port {addressing.bind_port} + proxy.broker.port.offset="
-                                  f"{self.port_offset} + node ids up to {self.node_ids[1]} exceeds 65535 "
-                                  "(narrow proxy.node.id.range)")
+                                  f"{self.port_offset} + node ids {self.node_ids[0]}-{self.node_ids[1]} leaves 1-65535 "
+                                  "(change proxy.node.id.range or proxy.broker.port.offset)")
 
     def _addressing(self, listener: Listener) -> BrokerAddressing:
         advertised = self.server.advertised_for(listener.name)

@@ -36,7 +36,9 @@ def test_properties_file_gives_listeners_upstream_and_addressing(tmp_path):
     ({}, "proxy.upstream.bootstrap.servers is required"),
     ({"proxy.upstream.bootstrap.servers": "kafka1"}, "'kafka1' is not host:port"),
     ({"proxy.upstream.bootstrap.servers": "k:1", "proxy.node.id.range": "5-1"}, "proxy.node.id.range"),
-    ({"proxy.upstream.bootstrap.servers": "k:1", "listeners": "PLAINTEXT://127.0.0.1:65500"}, "exceeds 65535"),
+    ({"proxy.upstream.bootstrap.servers": "k:1", "listeners": "PLAINTEXT://127.0.0.1:65500"}, "leaves 1-65535"),
+    ({"proxy.upstream.bootstrap.servers": "k:1", "listeners": "PLAINTEXT://127.0.0.1:100",
+      "proxy.broker.port.offset": "-200"}, "leaves 1-65535"),
     ({"proxy.upstream.bootstrap.servers": "k:1", "proxy.upstream.security.protocol": "SASL_PLAINTEXT",
       "proxy.upstream.sasl.mechanism": "GSSAPI"}, "PLAIN only"),
 ])
