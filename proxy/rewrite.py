@@ -110,8 +110,15 @@ def endpoint_markers(hosts: set[str]) -> list[bytes]:
     return out
 
 
-def may_carry_endpoints(frame: bytes | bytearray, markers: list[bytes]) -> bool:
-    """Cheap test before decoding a Produce v10+/Fetch v16+ response: does an upstream host appear in it?
-    (False positives, e.g. a record value holding the host, only cost one decode.)"""
-    return any(marker in frame for marker in markers)
+def may_carry_endpoints(frame: bytes | bytearray, markers: list[bytes], brokers: int) -> bool:
+    """Cheap test before decoding a Produce v10+/Fetch v16+ response: does an upstream host appear where
+    node_endpoints would be? That top-level tagged field is the last thing in the response, so only its
+    possible extent at the end is searched (a few hundred bytes per broker), not the records before it.
+    (A false positive, e.g. a record value holding the host near the end, only costs one decode.)"""
+    start = max(0, len(frame) - ENDPOINT_BYTES * (brokers + 8))
+    return any(frame.find(marker, start) >= 0 for marker in markers)
 
+
+# The most one node_endpoints entry takes: node id, host and rack (compact strings of host-name length),
+# port, tagged-field section.
+ENDPOINT_BYTES = 4 + 2 + 255 + 4 + 2 + 255 + 1

@@ -252,7 +252,8 @@ class ProxySession:
         since = NODE_ENDPOINTS_FROM.get(key)
         if since is None:
             return True
-        return pending.api_version >= since and may_carry_endpoints(frame, self.broker.cluster.markers)
+        cluster = self.broker.cluster
+        return pending.api_version >= since and may_carry_endpoints(frame, cluster.markers, len(cluster.nodes))
 
     def _rewritten(self, pending: Pending, frame: bytearray) -> bytes:
         key, version = pending.api_key, pending.api_version

@@ -87,11 +87,16 @@ def test_node_endpoints_rewritten_and_detected(api_key, version):
     body = build(response_type(api_key, version), {"responses": [], "node_endpoints": endpoints, "throttle_time": 0, "error_code": 0})
     frame = encode_response_frame(api_key, version, 7, body)
     markers = endpoint_markers({h for h, _ in UPSTREAM.values()})
-    assert may_carry_endpoints(frame, markers)
+    assert may_carry_endpoints(frame, markers, 3)
     seen = _through_proxy(api_key, version, body)
     assert [(e.node_id, e.host, e.port) for e in seen.node_endpoints] == [(5, *_expected(5))]
     plain = encode_response_frame(api_key, version, 7, build(response_type(api_key, version), {"responses": [], "throttle_time": 0, "error_code": 0}))
-    assert not may_carry_endpoints(plain, markers)
+    assert not may_carry_endpoints(plain, markers, 3)
+    # Only the end of the response can hold node_endpoints: a host inside records far before it is not looked at.
+    records = build(response_type(api_key, version), {"responses": [], "throttle_time": 0, "error_code": 0})
+    far = endpoint_markers({"10.1.2.5"})[0] + bytes(100_000) + encode_response_frame(api_key, version, 7, records)
+    assert not may_carry_endpoints(far, markers, 3)
+    assert may_carry_endpoints(far[:100], markers, 3)
 
 
 def test_node_outside_range_is_left_out_with_a_clear_error(caplog):
