@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -240,8 +241,28 @@ class ProxySession:
         if len(frame) <= _SMALL:
             await self.send_all(SIZE.pack(len(frame)) + frame)
         else:
+            await self._send_large(frame)
+
+    async def _send_large(self, frame: bytes | bytearray) -> None:
+        """A large response with its size prefix in one sendmsg (a TLS socket: two sends)."""
+        if isinstance(self.sock, ssl.SSLSocket):
             await self.send_all(SIZE.pack(len(frame)))
             await self.send_all(frame)
+            return
+        views = [memoryview(SIZE.pack(len(frame))), memoryview(frame)]
+        while views:
+            try:
+                sent = self.sock.sendmsg(views)
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(self.sock)
+                continue
+            self.io_bytes += sent
+            while sent:
+                if sent >= len(views[0]):
+                    sent -= len(views.pop(0))
+                else:
+                    views[0], sent = views[0][sent:], 0
+        await trio.lowlevel.checkpoint()
 
     def _must_decode(self, pending: Pending, frame: bytearray) -> bool:
         key = pending.api_key

@@ -30,6 +30,18 @@ SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 CLIENT_ID = "logway-proxy"
 
 
+async def send_parts(sock: trio.socket.SocketType, parts: list) -> None:
+    """Send every byte of ``parts`` with sendmsg (gather I/O: no copy to join them)."""
+    views = [memoryview(p).cast("B") for p in parts]
+    while views:
+        sent = await sock.sendmsg(views)
+        while sent:
+            if sent >= len(views[0]):
+                sent -= len(views.pop(0))
+            else:
+                views[0], sent = views[0][sent:], 0
+
+
 class UpstreamError(Exception):
     """The upstream broker cannot be reached or broke the protocol."""
 
@@ -111,10 +123,13 @@ class Upstream:
             raise UpstreamError(f"{self}: {exc}") from None
 
     async def send(self, frame: bytes | bytearray | memoryview) -> None:
-        """Send one frame (without its size prefix)."""
+        """Send one frame (without its size prefix): a small one copied behind its prefix, a large one with
+        its prefix in one sendmsg (not a 4-byte packet of its own)."""
         try:
             if len(frame) <= _SMALL:
                 await self.stream.send_all(_SIZE.pack(len(frame)) + frame)
+            elif isinstance(self.stream, trio.SocketStream):
+                await send_parts(self.stream.socket, [_SIZE.pack(len(frame)), frame])
             else:
                 await self.stream.send_all(_SIZE.pack(len(frame)))
                 await self.stream.send_all(frame)
