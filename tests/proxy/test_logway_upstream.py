@@ -310,3 +310,36 @@ def test_version_beyond_the_advertised_range_closes_the_connection_with_a_log_li
         time.sleep(0.05)
     assert "produce v99 is not supported by the proxy" in proxy.log().lower()
     assert "internal error" not in proxy.log()
+
+
+def test_tls_to_the_proxy_and_tls_to_the_upstream(processes, tmp_path, topic_name):
+    """Client TLS ends at the proxy (the gateway's TLS listener code); the proxy opens its own TLS connections
+    to an SSL upstream, trusting the upstream's CA from proxy.upstream.ssl.truststore.location."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gateway"))
+    from tls_certs import make_certs
+
+    certs = make_certs(tmp_path)
+    tls = ("--override", "listener.security.protocol.map=PLAINTEXT:SSL", "--override", "ssl.keystore.type=PEM",
+           "--override", f"ssl.keystore.location={certs['server']}")
+    upstream = processes["gateway"]("data", *tls, "--override", "node.id=1").start()
+    proxy = processes["proxy"](upstream.bootstrap, *tls, "--override", "proxy.upstream.security.protocol=SSL",
+                               "--override", f"proxy.upstream.ssl.truststore.location={certs['ca']}",
+                               # the test certificate names localhost; the brokers are addressed by IP
+                               "--override", "proxy.upstream.ssl.endpoint.identification.algorithm=").start()
+    proxy.wait_node_port(1)
+    client = {"bootstrap.servers": proxy.bootstrap, "security.protocol": "SSL", "ssl.ca.location": certs["ca"],
+              "ssl.endpoint.identification.algorithm": "none"}
+    producer = Producer(client)
+    for i in range(20):
+        producer.produce(topic_name, f"t{i}".encode())
+    assert producer.flush(15) == 0
+    consumer = Consumer({**client, "group.id": f"{topic_name}-g", "auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition(topic_name, 0, 0)])
+    values = []
+    deadline = time.monotonic() + 15
+    while len(values) < 20 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    consumer.close()
+    assert values == [f"t{i}".encode() for i in range(20)]
