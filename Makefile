@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test soak fuzz bench pipeline docker-pipeline lint clean
+.PHONY: run test soak fuzz bench bench-proxy proxy-matrix pipeline docker-pipeline lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,15 @@ bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m bench $(BENCH_ARGS)
 	$(BIN)/python -m bench.tls $(BENCH_TLS_ARGS)
+
+# The proxy: throughput and latency through `logway proxy` vs direct; the client matrix through it.
+bench-proxy: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python -m bench.proxy
+
+proxy-matrix: $(STAMP)
+	$(BIN)/python -m compat_tests.proxy_matrix logway
+	$(BIN)/python -m compat_tests.proxy_matrix tansu
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -20,6 +20,7 @@ from logway.gateway.security.scram import MECHANISMS
 from logway.gateway.tools.commands import TOOL_COMMANDS
 from logway.gateway.tools.commands import add_parsers as add_tool_parsers
 from logway.gateway.tools.commands import run as run_tool
+from logway.proxy.cli import add_parser as add_proxy_parser
 from logway.storage.errors import LogDirLocked
 
 LOG_LEVELS = ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG")
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     users.add_argument("--log-level", default="WARNING", type=str.upper, choices=LOG_LEVELS)
     add_tool_parsers(sub)
     health.add_parser(sub)
+    add_proxy_parser(sub)
     return parser
 
 
@@ -178,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         except ConfigError as exc:
             print(f"logway: configuration error: {exc}", file=sys.stderr)
             return 2
+    if args.command == "proxy":
+        from logway.proxy.cli import main as proxy_main
+
+        return proxy_main(args)
     if args.command == "serve":
         from logway.gateway.server import StartupError, serve
 

@@ -101,20 +101,22 @@ async def serve_connections(
 
 
 def _connection(broker: Broker, sock: stdlib_socket.socket, peer: str, memory: RequestMemory,
-                listener: Listener) -> Connection:
-    """A Connection for the listener's security protocol: TLS wraps the socket; SASL gates the requests."""
+                listener: Listener, plain: type[Connection] = Connection,
+                tls: type[TlsConnection] = TlsConnection) -> Connection:
+    """A Connection for the listener's security protocol: TLS wraps the socket; SASL gates the requests.
+    (The proxy passes its own Connection classes.)"""
     security = broker.config.security[listener.name]
     if security.protocol == "PLAINTEXT":
-        return Connection(broker, sock, peer, memory, listener)
+        return plain(broker, sock, peer, memory, listener)
     if security.tls:
         try:
             sock = wrap_server_socket(security.ssl_context, sock)
         except OSError:
             sock.close()
             raise
-        conn: Connection = TlsConnection(broker, sock, peer, memory, listener)
+        conn: Connection = tls(broker, sock, peer, memory, listener)
     else:
-        conn = Connection(broker, sock, peer, memory, listener)
+        conn = plain(broker, sock, peer, memory, listener)
     if security.sasl:
         conn.sasl = SaslSession(security, broker.credentials)
         conn.dispatch = sasl_gate

@@ -1,0 +1,178 @@
+"""Proxy configuration: the client-side listeners (the broker's own keys: listeners, advertised.listeners,
+security, SASL, ACLs) and the upstream cluster under ``proxy.*`` names."""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from logway.gateway.config import ConfigError, Listener, ServerConfig, parse_properties, read_properties_file
+from logway.gateway.security.plain import parse_jaas
+from logway.proxy.addresses import BrokerAddressing, parse_node_id_range
+
+PROXY_DEFAULTS: dict[str, str] = {
+    "proxy.upstream.bootstrap.servers": "",
+    "proxy.upstream.security.protocol": "PLAINTEXT",
+    "proxy.upstream.sasl.mechanism": "PLAIN",
+    "proxy.upstream.sasl.jaas.config": "",
+    "proxy.upstream.ssl.truststore.location": "",
+    "proxy.upstream.ssl.keystore.location": "",
+    "proxy.upstream.ssl.key.password": "",
+    "proxy.upstream.ssl.endpoint.identification.algorithm": "https",
+    # Kafka's client defaults: socket.connection.setup.timeout.max.ms, reconnect.backoff(.max).ms.
+    "proxy.upstream.connect.timeout.ms": "10000",
+    "proxy.upstream.reconnect.backoff.ms": "50",
+    "proxy.upstream.reconnect.backoff.max.ms": "1000",
+    # The longest the proxy waits for an upstream response (a JoinGroup may wait for the whole rebalance,
+    # max.poll.interval.ms = 300 s by default, as the Java client allows for it).
+    "proxy.upstream.request.timeout.ms": "330000",
+    "proxy.metadata.refresh.interval.ms": "5000",
+    "proxy.broker.address.pattern": "",
+    "proxy.broker.port.offset": "1",
+    "proxy.node.id.range": "0-99",
+    "proxy.max.in.flight.requests.per.connection": "100",
+}
+UPSTREAM_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass
+class UpstreamSecurity:
+    """How the proxy connects and authenticates to the upstream brokers (its own credentials)."""
+
+    protocol: str = "PLAINTEXT"
+    ssl_context: ssl.SSLContext | None = None
+    check_hostname: bool = True
+    mechanism: str = "PLAIN"
+    username: str = ""
+    password: str = ""
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass
+class ProxyConfig:
+    """The proxy's settings; ``server`` holds the client-side ones, read by the gateway's own code."""
+
+    properties: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        given = dict(self.properties)
+        p = {**PROXY_DEFAULTS, **{k: v for k, v in given.items() if k.startswith("proxy.")}}
+        broker_keys = {k: v for k, v in given.items() if not k.startswith("proxy.")}
+        self.server = ServerConfig(broker_keys)
+        self.warnings = list(self.server.warnings)
+        unknown = sorted(k for k in given if k.startswith("proxy.") and k not in PROXY_DEFAULTS)
+        self.warnings += [f"unknown proxy config {k} ignored" for k in unknown]
+        self.upstream_bootstrap = _servers(p["proxy.upstream.bootstrap.servers"])
+        self.upstream = _upstream_security(p)
+        self.connect_timeout = _ms(p, "proxy.upstream.connect.timeout.ms")
+        self.request_timeout = _ms(p, "proxy.upstream.request.timeout.ms")
+        self.backoff = _ms(p, "proxy.upstream.reconnect.backoff.ms")
+        self.backoff_max = _ms(p, "proxy.upstream.reconnect.backoff.max.ms")
+        self.metadata_refresh = _ms(p, "proxy.metadata.refresh.interval.ms")
+        self.port_offset = _int(p, "proxy.broker.port.offset")
+        self.max_in_flight = _int(p, "proxy.max.in.flight.requests.per.connection")
+        if self.max_in_flight < 1:
+            raise ConfigError("proxy.max.in.flight.requests.per.connection: must be at least 1")
+        try:
+            self.node_ids = parse_node_id_range(p["proxy.node.id.range"])
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        self.address_pattern = p["proxy.broker.address.pattern"].strip()
+        self.addressing = {lst.name: self._addressing(lst) for lst in self.server.listeners}
+        for name, addressing in self.addressing.items():
+            if addressing.port_span.start < 1 or addressing.port_span.stop - 1 > 65535:
+                raise ConfigError(f"listener {name}: port {addressing.bind_port} + proxy.broker.port.offset="
+                                  f"{self.port_offset} + node ids {self.node_ids[0]}-{self.node_ids[1]} leaves 1-65535 "
+                                  "(change proxy.node.id.range or proxy.broker.port.offset)")
+
+    def _addressing(self, listener: Listener) -> BrokerAddressing:
+        advertised = self.server.advertised_for(listener.name)
+        if listener.port == 0:
+            raise ConfigError(f"listeners: {listener}: the proxy needs a fixed port (port per broker)")
+        return BrokerAddressing(bind_port=listener.port, advertised_host=advertised.host or "localhost",
+                                advertised_port=advertised.port, port_offset=self.port_offset,
+                                min_node_id=self.node_ids[0], max_node_id=self.node_ids[1],
+                                address_pattern=self.address_pattern)
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, overrides: dict[str, str] | None = None) -> ProxyConfig:
+        props: dict[str, str] = {}
+        if path is not None:
+            props.update(parse_properties(read_properties_file(Path(path))))
+        props.update(overrides or {})
+        return cls(props)
+
+
+def _servers(value: str) -> list[tuple[str, int]]:
+    out = []
+    for item in filter(None, (v.strip() for v in value.split(","))):
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ConfigError(f"proxy.upstream.bootstrap.servers={value!r}: {item!r} is not host:port")
+        out.append((host.strip("[]"), int(port)))
+    if not out:
+        raise ConfigError("proxy.upstream.bootstrap.servers is required (--upstream-bootstrap-servers host:port,...)")
+    return out
+
+
+def _int(p: dict[str, str], key: str) -> int:
+    try:
+        return int(p[key])
+    except ValueError:
+        raise ConfigError(f"{key}={p[key]!r}: expected an integer") from None
+
+
+def _ms(p: dict[str, str], key: str) -> float:
+    value = _int(p, key)
+    if value < 0:
+        raise ConfigError(f"{key}={value}: must not be negative")
+    return value / 1000
+
+
+def _upstream_security(p: dict[str, str]) -> UpstreamSecurity:
+    protocol = p["proxy.upstream.security.protocol"].strip().upper()
+    if protocol not in UPSTREAM_PROTOCOLS:
+        raise ConfigError(f"proxy.upstream.security.protocol={protocol}: expected one of {', '.join(UPSTREAM_PROTOCOLS)}")
+    out = UpstreamSecurity(protocol)
+    if out.tls:
+        out.ssl_context = _client_ssl_context(p)
+        out.check_hostname = p["proxy.upstream.ssl.endpoint.identification.algorithm"].strip().lower() == "https"
+        out.ssl_context.check_hostname = out.check_hostname
+    if out.sasl:
+        out.mechanism = p["proxy.upstream.sasl.mechanism"].strip().upper()
+        if out.mechanism != "PLAIN":
+            raise ConfigError(f"proxy.upstream.sasl.mechanism={out.mechanism}: the proxy authenticates upstream "
+                              "with PLAIN only")
+        jaas = p["proxy.upstream.sasl.jaas.config"]
+        try:
+            module, options = parse_jaas(jaas)
+        except ValueError as exc:
+            raise ConfigError(f"proxy.upstream.sasl.jaas.config: {exc}") from None
+        if "username" not in options or "password" not in options:
+            raise ConfigError('proxy.upstream.sasl.jaas.config: expected PlainLoginModule required username="..." '
+                              'password="...";')
+        out.username, out.password = options["username"], options["password"]
+    return out
+
+
+def _client_ssl_context(p: dict[str, str]) -> ssl.SSLContext:
+    """The TLS context for upstream connections: PEM truststore (else the system's), optional PEM keystore."""
+    context = ssl.create_default_context()
+    trust = p["proxy.upstream.ssl.truststore.location"].strip()
+    try:
+        if trust:
+            context.load_verify_locations(trust)
+        keystore = p["proxy.upstream.ssl.keystore.location"].strip()
+        if keystore:
+            context.load_cert_chain(keystore, password=p["proxy.upstream.ssl.key.password"] or None)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"proxy.upstream.ssl.*: cannot load {exc}") from None
+    return context

@@ -1,0 +1,189 @@
+"""The proxy's trio server: the client listeners (the gateway's accept loop, limits, TLS and SASL), one
+port per upstream broker opened and closed as the cluster's Metadata changes, and the cluster watcher."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket as stdlib_socket
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import trio
+
+from logway.gateway.apis import sasl_authenticate, sasl_handshake
+from logway.gateway.config import Listener, canonical_ip
+from logway.gateway.connection_limits import ConnectionQuotas, expire_idle_connections
+from logway.gateway.request_memory import RequestMemory, budget_bytes
+from logway.gateway.security.authorizer import ACL_FILE, Authorizer
+from logway.gateway.security.credentials import CredentialStore
+from logway.gateway.server import StartupError, _accept, _connection
+from logway.proxy.addresses import NodeOutOfRange
+from logway.proxy.api_versions import Ranges, advertised_ranges
+from logway.proxy.cluster import Cluster
+from logway.proxy.config import ProxyConfig
+from logway.proxy.filters.acl import VERSION_CAPS as ACL_VERSION_CAPS
+from logway.proxy.filters.acl import acl_filter_factory
+from logway.proxy.session import FilterFactory, ProxyConnection, ProxySession, ProxyTlsConnection, proxy_sasl_gate
+
+log = logging.getLogger(__name__)
+
+_SASL_RANGES = {sasl_handshake.API_KEY: (sasl_handshake.MIN_VERSION, sasl_handshake.MAX_VERSION),
+                sasl_authenticate.API_KEY: (sasl_authenticate.MIN_VERSION, sasl_authenticate.MAX_VERSION)}
+
+
+class ProxyBroker:
+    """What a client connection of the proxy reaches through ``conn.broker``: the gateway's settings,
+    credentials and authorizer, and the proxy's cluster, addressing and filter chains."""
+
+    def __init__(self, config: ProxyConfig, filter_factories: Mapping[str, Sequence[FilterFactory]] | None = None):
+        self.proxy = config
+        self.config = config.server
+        self.credentials = CredentialStore(self.config.log_dirs[0])
+        self.authorizer: Authorizer | None = None
+        if self.config.authorizer_enabled:
+            self.authorizer = Authorizer(self.config.super_users, self.config.allow_everyone_if_no_acl_found)
+            self.authorizer.load(Path(self.config.log_dirs[0]) / ACL_FILE)
+        self.cluster = Cluster(config)
+        self.addressing = config.addressing
+        self.filter_factories = {name: list(fs) for name, fs in (filter_factories or {}).items()}
+
+    def filter_chain(self, listener: str) -> list[FilterFactory]:
+        """The filters of a client connection on ``listener``, in order: ACLs first (when an authorizer is
+        configured), then the listener's own chain."""
+        chain = [acl_filter_factory(self.authorizer)] if self.authorizer is not None else []
+        return chain + self.filter_factories.get(listener, [])
+
+    def advertised_ranges(self, upstream: Ranges, listener: str) -> Ranges:
+        sasl = _SASL_RANGES if self.config.security[listener].sasl else {}
+        return advertised_ranges(upstream, sasl, ACL_VERSION_CAPS if self.authorizer is not None else None)
+
+
+class ProxyServer:
+    """Accepts client connections on every bootstrap and broker port, within the gateway's limits."""
+
+    def __init__(self, broker: ProxyBroker) -> None:
+        self.broker = broker
+        self.quotas = ConnectionQuotas.from_config(broker.config)
+        self.memory = RequestMemory(budget_bytes(broker.config))
+        self.connections: set[ProxySession] = set()
+
+    async def serve(self, bootstrap: list[tuple[Listener, trio.SocketListener]],
+                    task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(expire_idle_connections, self.connections, self.broker.config.connections_max_idle_ms)
+            nursery.start_soon(self.memory.give_back_idle_buffers_forever)
+            await nursery.start(self.broker.cluster.watch)
+            for listener, bound in bootstrap:
+                nursery.start_soon(self._accept_loop, listener, bound, None)
+            for listener in self.broker.config.listeners:
+                nursery.start_soon(self._follow_brokers, listener)
+            task_status.started()
+
+    async def _follow_brokers(self, listener: Listener) -> None:
+        """Open a port for each upstream broker in the metadata; close it when the broker leaves."""
+        cluster = self.broker.cluster
+        addressing = self.broker.addressing[listener.name]
+        scopes: dict[int, trio.CancelScope] = {}
+        async with trio.open_nursery() as nursery:
+            while True:
+                changed = cluster.changed
+                wanted = set(cluster.nodes)
+                for node_id in sorted(wanted - set(scopes)):
+                    try:
+                        port = addressing.listen_port(node_id)
+                    except NodeOutOfRange as exc:
+                        log.error("%s", exc)
+                        scopes[node_id] = trio.CancelScope()
+                        continue
+                    try:
+                        bound = await trio.open_tcp_listeners(port, host=listener.host or None, backlog=1024)
+                    except OSError as exc:
+                        log.error("listener %s: cannot listen on port %d for upstream node %d: %s",
+                                  listener.name, port, node_id, exc.strerror or exc)
+                        scopes[node_id] = trio.CancelScope()
+                        continue
+                    scopes[node_id] = scope = trio.CancelScope()
+                    nursery.start_soon(self._serve_node_port, listener, bound, node_id, scope)
+                    log.info("listening on %s:%d for upstream node %d", listener.host, port, node_id)
+                for node_id in sorted(set(scopes) - wanted):
+                    scopes.pop(node_id).cancel()
+                    log.info("closed the port of upstream node %d (left the cluster's metadata)", node_id)
+                await changed.wait()
+
+    async def _serve_node_port(self, listener: Listener, bound: list[trio.SocketListener], node_id: int,
+                               scope: trio.CancelScope) -> None:
+        with scope:
+            async with trio.open_nursery() as nursery:
+                for sock in bound:
+                    nursery.start_soon(self._accept_loop, listener, sock, node_id)
+
+    async def _accept_loop(self, listener: Listener, bound: trio.SocketListener, node_id: int | None) -> None:
+        async with bound, trio.open_nursery() as nursery:
+            while True:
+                sock = await _accept(bound)
+                try:
+                    ip = canonical_ip(sock.getpeername()[0])
+                except (OSError, ValueError):
+                    sock.close()
+                    continue
+                try:
+                    admitted = await self.quotas.admit(ip)
+                except BaseException:
+                    sock.close()
+                    raise
+                if admitted:
+                    nursery.start_soon(self._handle, sock, ip, listener, node_id)
+                else:
+                    sock.close()
+
+    async def _handle(self, sock: stdlib_socket.socket, ip: str, listener: Listener, node_id: int | None) -> None:
+        try:
+            try:
+                sock.setsockopt(stdlib_socket.IPPROTO_TCP, stdlib_socket.TCP_NODELAY, 1)
+                host, port = sock.getpeername()[:2]
+                peer = f"{host}:{port}"
+            except OSError:
+                peer = "?"
+            conn = _connection(self.broker, sock, peer, self.memory, listener, ProxyConnection, ProxyTlsConnection)
+            if conn.sasl is not None:
+                conn.dispatch = proxy_sasl_gate
+            conn.node_id = node_id
+            self.connections.add(conn)
+            try:
+                await conn.run()
+            finally:
+                self.connections.discard(conn)
+        finally:
+            self.quotas.release(ip)
+
+
+async def open_bootstrap_listeners(broker: ProxyBroker) -> list[tuple[Listener, trio.SocketListener]]:
+    out: list[tuple[Listener, trio.SocketListener]] = []
+    for listener in broker.config.listeners:
+        try:
+            bound = await trio.open_tcp_listeners(listener.port, host=listener.host or None, backlog=1024)
+        except OSError as exc:
+            for _, opened in out:
+                await opened.aclose()
+            raise StartupError(f"listeners={listener}: cannot listen: {exc.strerror or exc}") from exc
+        out.extend((listener, sock) for sock in bound)
+    return out
+
+
+async def serve_proxy(config: ProxyConfig, filter_factories: Mapping[str, Sequence[FilterFactory]] | None = None) -> None:
+    """Run the proxy until SIGTERM or SIGINT."""
+    broker = ProxyBroker(config, filter_factories)
+    bootstrap = await open_bootstrap_listeners(broker)
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(ProxyServer(broker).serve, bootstrap)
+            upstream = ",".join(f"{h}:{p}" for h, p in config.upstream_bootstrap)
+            for listener in config.server.listeners:
+                log.info("proxy listening on %s (advertised as %s) for upstream %s", listener,
+                         config.server.advertised_for(listener.name), upstream)
+            async for signum in signals:
+                log.info("received %s, shutting down", signal.Signals(signum).name)
+                nursery.cancel_scope.cancel()
+                break
+    log.info("shut down cleanly")

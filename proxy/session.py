@@ -1,0 +1,324 @@
+"""One client connection of the proxy: requests forwarded in order to one upstream connection, responses
+sent back in request order, renumbered to the client's correlation ids.
+
+The gateway's Connection reads the client's frames (size checks, the memory budget, TLS, SASL); its
+dispatch here forwards each one and returns at once, so clients may pipeline: a writer task takes the
+responses in request order (Kafka answers a connection's requests in order), each checked against the
+upstream correlation id the proxy gave its request (the client's own ids need not be unique), rewrites broker
+addresses where a response carries them, passes decoded ones through the filter chain, and sends them.
+Answers the proxy gives itself (ApiVersions, a filter's Answer) take their place in the same order.
+
+The bootstrap port's connections go to any live upstream broker; a broker port's connections to that node.
+An upstream that closes or stops answering (proxy.upstream.request.timeout.ms) closes the client connection:
+clients treat that as a retriable network error, refresh their metadata and reconnect.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from logway.gateway.connection import Connection, ConnectionClosed
+from logway.gateway.security.authorizer import client_host
+from logway.gateway.security.sasl import sasl_gate
+from logway.gateway.tls_connection import TlsConnection
+from logway.proxy.api_versions import API_VERSIONS, API_VERSIONS_RANGE, Ranges, api_versions_response
+from logway.proxy.filters.base import Answer, ClientInfo, Filter
+from logway.proxy.frames import (
+    SIZE,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response_frame,
+    produce_expects_response,
+    read_request_header,
+    response_correlation_id,
+    set_request_correlation_id,
+    set_response_correlation_id,
+)
+from logway.proxy.rewrite import (
+    DESCRIBE_CLUSTER,
+    METADATA,
+    NODE_ENDPOINTS_FROM,
+    REWRITTEN_APIS,
+    may_carry_endpoints,
+    rewrite_addresses,
+    upstream_endpoints,
+)
+from logway.proxy.upstream import Upstream, UpstreamError
+from logway.wire.errors import ErrorCode, MalformedRequest
+from logway.wire.protocol import RequestHeader, api_name
+
+if TYPE_CHECKING:
+    from logway.proxy.server import ProxyBroker
+
+log = logging.getLogger(__name__)
+
+FilterFactory = Callable[[ClientInfo], Filter]
+_SMALL = 64 * 1024
+
+
+@dataclass(slots=True)
+class Pending:
+    """A request whose response the client waits for: a local answer, or one from the upstream."""
+
+    client_correlation_id: int
+    api_key: int = -1
+    api_version: int = -1
+    upstream_correlation_id: int = -1
+    answer: bytes | None = None  # a whole frame (with size prefix) the proxy answers itself
+    requests: list[Any] = field(default_factory=list)  # what each filter returned, for on_response
+
+
+class ProxySession:
+    """The proxy half of a client connection (mixed into the gateway's Connection classes)."""
+
+    broker: ProxyBroker
+    node_id: int | None = None  # the upstream node this connection's port serves; None = bootstrap
+    filters: list[Filter] = ()
+    client: ClientInfo
+    upstream: Upstream | None = None
+    ranges: Ranges = {}  # what this connection advertises, once its upstream is connected
+
+    async def run(self) -> None:
+        self._queue_in, self._queue_out = trio.open_memory_channel(self.broker.proxy.max_in_flight)
+        self.client = ClientInfo(principal=self.principal, host=client_host(self.peer), listener=self.listener.name)
+        self.filters = [factory(self.client) for factory in self.broker.filter_chain(self.listener.name)]
+        self._filter_keys = frozenset().union(*(f.api_keys for f in self.filters)) if self.filters else frozenset()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._write_responses)
+                await Connection.run(self)
+                nursery.cancel_scope.cancel()
+        finally:
+            if self.upstream is not None:
+                await self.upstream.aclose()
+
+    # --- requests (the connection's read loop) -------------------------------------------------------
+
+    async def forward(self, frame: memoryview) -> None:
+        """Forward one request upstream (or answer it) and queue what its response will need."""
+        header, pos = read_request_header(frame)
+        self.client.principal, self.client.client_id = self.principal, header.client_id
+        if header.api_key == API_VERSIONS:
+            await self._queue_in.send(Pending(header.correlation_id, answer=await self._api_versions(header)))
+            return
+        upstream = await self._upstream()
+        self._check_advertised(header)
+        pending = Pending(header.correlation_id, header.api_key, header.api_version, upstream.next_correlation_id())
+        expects_response = header.api_key != 0 or produce_expects_response(frame, header, pos)
+        out = None
+        if header.api_key in self._filter_keys:
+            out = self._filtered_request(header, frame, pos, pending)
+            if pending.answer is not None:
+                if expects_response:  # (an acks=0 Produce gets no answer, as from Kafka)
+                    await self._queue_in.send(pending)
+                return
+        if out is None:  # no filter changed the request: forward its bytes
+            set_request_correlation_id(frame, pending.upstream_correlation_id)
+            out = frame
+        try:
+            await upstream.send(out)
+        except UpstreamError as exc:
+            log.info("closing connection from %s: %s", self.peer, exc)
+            raise ConnectionClosed() from None
+        if expects_response:
+            await self._queue_in.send(pending)
+
+    def _filtered_request(self, header: RequestHeader, frame: memoryview, pos: int, pending: Pending) -> bytes | None:
+        """The request as the filters leave it, encoded; None if they left it as it came."""
+        original = request = decode_request(header, bytes(frame), pos)
+        try:
+            for f in self.filters:
+                if header.api_key in f.api_keys:
+                    request = f.on_request(self.client, header.api_key, header.api_version, request)
+                pending.requests.append(request)
+        except Answer as answer:
+            pending.answer = _framed(encode_response_frame(header.api_key, header.api_version,
+                                                           header.correlation_id, answer.response))
+            return None
+        if request is original:
+            return None
+        upstream_header = RequestHeader(header.api_key, header.api_version, pending.upstream_correlation_id,
+                                        header.client_id)
+        return encode_request(upstream_header, request)
+
+    def _check_advertised(self, header: RequestHeader) -> None:
+        ranges = self.ranges
+        bounds = ranges.get(header.api_key)
+        if bounds is None:
+            raise MalformedRequest(f"{api_name(header.api_key) or 'unknown api key'} ({header.api_key}) is not "
+                                   "served by the proxy")
+        if not bounds[0] <= header.api_version <= bounds[1]:
+            raise MalformedRequest(f"{api_name(header.api_key)} v{header.api_version} is not supported by the "
+                                   f"proxy (v{bounds[0]}-v{bounds[1]})")
+
+    async def _upstream(self) -> Upstream:
+        if self.upstream is None:
+            cluster = self.broker.cluster
+            try:
+                if self.node_id is None:
+                    self.upstream = await cluster.connect_any()
+                else:
+                    self.upstream = await cluster.connect_node(self.node_id)
+            except UpstreamError as exc:
+                log.info("closing connection from %s: %s", self.peer, exc)
+                raise ConnectionClosed() from None
+            self.ranges = self.broker.advertised_ranges(self.upstream.ranges, self.listener.name)
+        return self.upstream
+
+    async def _api_versions(self, header: RequestHeader) -> bytes:
+        """The proxy's own ApiVersions answer (header v0 always): the advertised ranges."""
+        if self.upstream is None and self.sasl is not None and not self.sasl.authenticated:
+            # Before authentication no upstream connection is opened for the client: the cluster's ranges.
+            ranges = self.broker.advertised_ranges(self.broker.cluster.ranges, self.listener.name)
+        else:
+            await self._upstream()
+            ranges = self.ranges
+        version, error = header.api_version, ErrorCode.none
+        if not API_VERSIONS_RANGE[0] <= version <= API_VERSIONS_RANGE[1]:
+            # Kafka answers an ApiVersions it cannot parse with v0, UNSUPPORTED_VERSION and its ranges.
+            version, error = 0, ErrorCode.unsupported_version
+        body = api_versions_response(version, ranges, error)
+        return _framed(encode_response_frame(API_VERSIONS, version, header.correlation_id, body))
+
+    # --- responses (the writer task) -------------------------------------------------------------------
+
+    async def _write_responses(self) -> None:
+        try:
+            async for pending in self._queue_out:
+                if pending.answer is not None:
+                    await self.send_all(pending.answer)
+                else:
+                    await self._relay(pending)
+        except (UpstreamError, MalformedRequest) as exc:
+            log.info("closing connection from %s: %s", self.peer, exc)
+            self._close_client()
+        except OSError:
+            self._close_client()
+        except Exception:  # a bug: log it with its traceback; only this connection closes
+            log.exception("closing connection from %s after an internal error", self.peer)
+            self._close_client()
+
+    async def _relay(self, pending: Pending) -> None:
+        """Read the upstream's response to ``pending`` and send it on; a large one's buffer is taken from the
+        shared budget (queued.max.request.bytes, as the gateway's request buffers) until it is sent."""
+        reserved = 0
+
+        async def reserve(size: int) -> None:
+            nonlocal reserved
+            await self.memory.acquire(self, size)
+            reserved = size
+
+        try:
+            await self._relay_within(pending, reserve)
+        finally:
+            if reserved:
+                self.memory.release(reserved)
+
+    async def _relay_within(self, pending: Pending, reserve) -> None:
+        upstream = self.upstream
+        frame = None
+        with trio.move_on_after(self.broker.proxy.request_timeout):
+            frame = await upstream.read_frame(self.broker.config.socket_request_max_bytes, reserve)
+        if frame is None:
+            raise UpstreamError(f"{upstream}: no response to {api_name(pending.api_key)} within "
+                                "proxy.upstream.request.timeout.ms")
+        got = response_correlation_id(frame)
+        if got != pending.upstream_correlation_id:
+            raise UpstreamError(f"{upstream}: response with correlation id {got}, expected "
+                                f"{pending.upstream_correlation_id}")
+        if self._must_decode(pending, frame):
+            frame = self._rewritten(pending, frame)
+        else:
+            set_response_correlation_id(frame, pending.client_correlation_id)
+        if len(frame) <= _SMALL:
+            await self.send_all(SIZE.pack(len(frame)) + frame)
+        else:
+            await self._send_large(frame)
+
+    async def _send_large(self, frame: bytes | bytearray) -> None:
+        """A large response with its size prefix in one sendmsg (a TLS socket: two sends)."""
+        if isinstance(self.sock, ssl.SSLSocket):
+            await self.send_all(SIZE.pack(len(frame)))
+            await self.send_all(frame)
+            return
+        views = [memoryview(SIZE.pack(len(frame))), memoryview(frame)]
+        while views:
+            try:
+                sent = self.sock.sendmsg(views)
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(self.sock)
+                continue
+            self.io_bytes += sent
+            while sent:
+                if sent >= len(views[0]):
+                    sent -= len(views.pop(0))
+                else:
+                    views[0], sent = views[0][sent:], 0
+        await trio.lowlevel.checkpoint()
+
+    def _must_decode(self, pending: Pending, frame: bytearray) -> bool:
+        key = pending.api_key
+        if pending.requests:
+            return True
+        if key not in REWRITTEN_APIS:
+            return False
+        since = NODE_ENDPOINTS_FROM.get(key)
+        if since is None:
+            return True
+        cluster = self.broker.cluster
+        return pending.api_version >= since and may_carry_endpoints(frame, cluster.markers, len(cluster.nodes))
+
+    def _rewritten(self, pending: Pending, frame: bytearray) -> bytes:
+        key, version = pending.api_key, pending.api_version
+        try:
+            response = decode_response(key, version, bytes(frame))
+        except MalformedRequest as exc:
+            raise UpstreamError(f"{self.upstream}: {exc}") from None
+        if key in REWRITTEN_APIS:
+            if key in (METADATA, DESCRIBE_CLUSTER):
+                self.broker.cluster.learn(upstream_endpoints(key, response))
+            response = rewrite_addresses(key, response, self.broker.addressing[self.listener.name])
+        for f, request in reversed(list(zip(self.filters, pending.requests, strict=False))):
+            if key in f.api_keys:
+                response = f.on_response(self.client, key, version, request, response)
+        return encode_response_frame(key, version, pending.client_correlation_id, response)
+
+    def _close_client(self) -> None:
+        """Shut the client socket down: the read loop ends and the connection closes."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def _framed(frame: bytes) -> bytes:
+    return SIZE.pack(len(frame)) + frame
+
+
+async def proxy_dispatch(conn: ProxySession, frame: memoryview) -> None:
+    """The connection's dispatch: forward, never answer inline (the writer task answers in order)."""
+    await conn.forward(frame)
+
+
+async def proxy_sasl_gate(conn: ProxySession, frame: memoryview):
+    """Before SASL authentication: ApiVersions is the proxy's; SaslHandshake/SaslAuthenticate the gateway's."""
+    if len(frame) >= 2 and frame[0] == 0 and frame[1] == API_VERSIONS and not conn.sasl.raw:
+        header, _ = read_request_header(frame)
+        return [await conn._api_versions(header)]
+    return await sasl_gate(conn, frame)
+
+
+class ProxyConnection(ProxySession, Connection):
+    dispatch = staticmethod(proxy_dispatch)
+
+
+class ProxyTlsConnection(ProxySession, TlsConnection):
+    dispatch = staticmethod(proxy_dispatch)

@@ -1,0 +1,192 @@
+"""One connection from the proxy to an upstream broker: connect (TLS, SASL/PLAIN with the proxy's own
+credentials), ask ApiVersions once, then send frames and read whole response frames in order.
+
+Every wait is bounded: connecting by proxy.upstream.connect.timeout.ms, each response by the caller.
+An upstream that closes, times out or sends a frame that does not parse raises UpstreamError; the proxy then
+closes the client connection (Kafka clients treat that as a retriable network error and refresh metadata).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import socket
+import struct
+from typing import Any
+
+import trio
+
+from logway.proxy.api_versions import API_VERSIONS, Ranges, parse_ranges
+from logway.proxy.config import UpstreamSecurity
+from logway.proxy.frames import decode_response, encode_request, response_correlation_id
+from logway.wire.errors import MalformedRequest
+from logway.wire.protocol import RequestHeader, build, request_type
+
+log = logging.getLogger(__name__)
+
+_SIZE = struct.Struct(">i")
+_SMALL = 64 * 1024  # frames up to this size are sent as one buffer with their size prefix
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+CLIENT_ID = "logway-proxy"
+
+
+async def send_parts(sock: trio.socket.SocketType, parts: list) -> None:
+    """Send every byte of ``parts`` with sendmsg (gather I/O: no copy to join them)."""
+    views = [memoryview(p).cast("B") for p in parts]
+    while views:
+        sent = await sock.sendmsg(views)
+        while sent:
+            if sent >= len(views[0]):
+                sent -= len(views.pop(0))
+            else:
+                views[0], sent = views[0][sent:], 0
+
+
+class UpstreamError(Exception):
+    """The upstream broker cannot be reached or broke the protocol."""
+
+
+class Upstream:
+    """A connected, authenticated upstream connection and the API ranges its broker answered."""
+
+    def __init__(self, stream: trio.abc.Stream, address: tuple[str, int], node_id: int | None) -> None:
+        self.stream = stream
+        self.address = address
+        self.node_id = node_id
+        self.ranges: Ranges = {}
+        self._buf = bytearray()
+        self._ids = itertools.count(1)
+
+    def __repr__(self) -> str:
+        return f"upstream {self.address[0]}:{self.address[1]}" + ("" if self.node_id is None else f" (node {self.node_id})")
+
+    def next_correlation_id(self) -> int:
+        return next(self._ids) & 0x7FFFFFFF
+
+    @classmethod
+    async def connect(cls, address: tuple[str, int], security: UpstreamSecurity, timeout: float,
+                      node_id: int | None = None) -> Upstream:
+        """Open, secure and authenticate a connection and read the broker's ApiVersions, within ``timeout``."""
+        try:
+            with trio.fail_after(timeout):
+                stream: trio.abc.Stream = await trio.open_tcp_stream(*address)
+                stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                stream.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+                if security.tls:
+                    stream = trio.SSLStream(stream, security.ssl_context,
+                                            server_hostname=address[0] if security.check_hostname else None)
+                    await stream.do_handshake()
+                upstream = cls(stream, address, node_id)
+                try:
+                    await upstream._api_versions()
+                    if security.sasl:
+                        await upstream._authenticate(security)
+                except BaseException:
+                    await upstream.aclose()
+                    raise
+                return upstream
+        except trio.TooSlowError:
+            raise UpstreamError(f"connecting to {address[0]}:{address[1]} timed out after {timeout:g} s") from None
+        except (OSError, trio.BrokenResourceError) as exc:
+            raise UpstreamError(f"cannot connect to {address[0]}:{address[1]}: {exc}") from None
+
+    async def _api_versions(self) -> None:
+        response = await self.request(API_VERSIONS, 3, {"client_software_name": CLIENT_ID,
+                                                         "client_software_version": "1"})
+        if response.error_code != 0:  # UNSUPPORTED_VERSION: an old broker answers v0 with its ranges
+            response = await self.request(API_VERSIONS, 0, {})
+        self.ranges = parse_ranges(response)
+
+    async def _authenticate(self, security: UpstreamSecurity) -> None:
+        handshake = await self.request(SASL_HANDSHAKE, 1, {"mechanism": security.mechanism})
+        if handshake.error_code != 0:
+            raise UpstreamError(f"{self}: SaslHandshake {security.mechanism} refused ({handshake.error_code.name}); "
+                                f"it offers {', '.join(handshake.mechanisms)}")
+        token = b"\0" + security.username.encode() + b"\0" + security.password.encode()
+        answer = await self.request(SASL_AUTHENTICATE, min(2, self.ranges.get(SASL_AUTHENTICATE, (0, 2))[1]),
+                                    {"auth_bytes": token})
+        if answer.error_code != 0:
+            raise UpstreamError(f"{self}: authentication as {security.username} failed: {answer.error_message}")
+
+    async def request(self, api_key: int, version: int, fields: dict[str, Any]) -> Any:
+        """Send one request built from ``fields`` and return its decoded response (the proxy's own requests)."""
+        correlation_id = self.next_correlation_id()
+        header = RequestHeader(api_key, version, correlation_id, CLIENT_ID)
+        await self.send(encode_request(header, build(request_type(api_key, version), fields)))
+        frame = await self.read_frame(100 * 1024 * 1024)
+        if response_correlation_id(frame) != correlation_id:
+            raise UpstreamError(f"{self}: response to correlation id {response_correlation_id(frame)}, "
+                                f"expected {correlation_id}")
+        try:
+            return decode_response(api_key, version, bytes(frame))
+        except MalformedRequest as exc:
+            raise UpstreamError(f"{self}: {exc}") from None
+
+    async def send(self, frame: bytes | bytearray | memoryview) -> None:
+        """Send one frame (without its size prefix): a small one copied behind its prefix, a large one with
+        its prefix in one sendmsg (not a 4-byte packet of its own)."""
+        try:
+            if len(frame) <= _SMALL:
+                await self.stream.send_all(_SIZE.pack(len(frame)) + frame)
+            elif isinstance(self.stream, trio.SocketStream):
+                await send_parts(self.stream.socket, [_SIZE.pack(len(frame)), frame])
+            else:
+                await self.stream.send_all(_SIZE.pack(len(frame)))
+                await self.stream.send_all(frame)
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise UpstreamError(f"{self}: send failed: {exc}") from None
+
+    async def read_frame(self, max_size: int, reserve=None) -> bytearray:
+        """The next whole response frame without its size prefix; ``reserve(size)`` is awaited before a
+        large frame's buffer is allocated (the caller's memory budget)."""
+        await self._fill(4)
+        (size,) = _SIZE.unpack_from(self._buf, 0)
+        if size < 4 or size > max_size:
+            raise UpstreamError(f"{self}: response frame of {size} bytes (limit {max_size})")
+        if size <= _SMALL:
+            await self._fill(4 + size)
+            frame = self._buf[4 : 4 + size]
+            del self._buf[: 4 + size]
+            return frame
+        # A large frame (a Fetch response) is received straight into its own buffer: one copy, from the kernel.
+        if reserve is not None:
+            await reserve(size)
+        frame = bytearray(size)
+        have = len(self._buf) - 4
+        frame[:have] = memoryview(self._buf)[4:]
+        self._buf.clear()
+        view = memoryview(frame)
+        while have < size:
+            have += await self._receive_into(view[have:])
+        return frame
+
+    async def _receive_into(self, view: memoryview) -> int:
+        try:
+            if isinstance(self.stream, trio.SocketStream):
+                n = await self.stream.socket.recv_into(view)
+            else:
+                data = await self.stream.receive_some(len(view))
+                n = len(data)
+                view[:n] = data
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise UpstreamError(f"{self}: receive failed: {exc}") from None
+        if n == 0:
+            raise UpstreamError(f"{self} closed the connection")
+        return n
+
+    async def _fill(self, n: int) -> None:
+        while len(self._buf) < n:
+            try:
+                data = await self.stream.receive_some(max(n - len(self._buf), _SMALL))
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                raise UpstreamError(f"{self}: receive failed: {exc}") from None
+            if not data:
+                raise UpstreamError(f"{self} closed the connection")
+            self._buf += data
+
+    async def aclose(self) -> None:
+        with trio.CancelScope(shield=True):
+            try:
+                await trio.aclose_forcefully(self.stream)
+            except Exception:  # closing a broken connection: nothing more to do
+                pass

@@ -1,0 +1,69 @@
+"""The proxy's configuration: a properties file or flags, and start-up errors as one line."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from logway.gateway.config import ConfigError
+from logway.proxy.config import ProxyConfig
+
+
+def test_properties_file_gives_listeners_upstream_and_addressing(tmp_path):
+    path = tmp_path / "proxy.properties"
+    path.write_text("listeners=PLAINTEXT://0.0.0.0:9192\n"
+                    "advertised.listeners=PLAINTEXT://gw.example:19192\n"
+                    "proxy.upstream.bootstrap.servers=kafka1:9092, kafka2:9093\n"
+                    "proxy.upstream.security.protocol=SASL_PLAINTEXT\n"
+                    'proxy.upstream.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule '
+                    'required username="proxy" password="pw";\n'
+                    "proxy.broker.port.offset=10\nproxy.node.id.range=1-5\n"
+                    "proxy.broker.address.pattern=broker$(nodeId).gw.example\n")
+    config = ProxyConfig.load(path)
+    assert config.upstream_bootstrap == [("kafka1", 9092), ("kafka2", 9093)]
+    assert (config.upstream.protocol, config.upstream.username, config.upstream.password) == (
+        "SASL_PLAINTEXT", "proxy", "pw")
+    addressing = config.addressing["PLAINTEXT"]
+    assert addressing.listen_port(5) == 9192 + 10 + 5
+    assert addressing.advertised(5) == ("broker5.gw.example", 19192 + 10 + 5)
+    assert config.warnings == []
+
+
+@pytest.mark.parametrize(("props", "message"), [
+    ({}, "proxy.upstream.bootstrap.servers is required"),
+    ({"proxy.upstream.bootstrap.servers": "kafka1"}, "'kafka1' is not host:port"),
+    ({"proxy.upstream.bootstrap.servers": "k:1", "proxy.node.id.range": "5-1"}, "proxy.node.id.range"),
+    ({"proxy.upstream.bootstrap.servers": "k:1", "listeners": "PLAINTEXT://127.0.0.1:65500"}, "leaves 1-65535"),
+    ({"proxy.upstream.bootstrap.servers": "k:1", "listeners": "PLAINTEXT://127.0.0.1:100",
+      "proxy.broker.port.offset": "-200"}, "leaves 1-65535"),
+    ({"proxy.upstream.bootstrap.servers": "k:1", "proxy.upstream.security.protocol": "SASL_PLAINTEXT",
+      "proxy.upstream.sasl.mechanism": "GSSAPI"}, "PLAIN only"),
+])
+def test_bad_settings_are_config_errors(props, message):
+    with pytest.raises(ConfigError, match=message):
+        ProxyConfig(props)
+
+
+def _proxy(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "logway.gateway", "proxy", *args], capture_output=True, text=True,
+                          timeout=30)
+
+
+def test_startup_errors_are_one_line():
+    missing = _proxy("--listeners", "PLAINTEXT://127.0.0.1:9192")
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines() == [
+        "logway: configuration error: proxy.upstream.bootstrap.servers is required "
+        "(--upstream-bootstrap-servers host:port,...)"]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = _proxy("--upstream-bootstrap-servers", "127.0.0.1:1", "--listeners", f"PLAINTEXT://127.0.0.1:{port}",
+                      "--override", "proxy.node.id.range=0-2")
+    assert busy.returncode == 1
+    assert busy.stderr.strip().splitlines()[-1].startswith(f"logway: start-up error: listeners=PLAINTEXT://127.0.0.1:{port}: "
+                                                          "cannot listen")

@@ -1,0 +1,345 @@
+"""`logway proxy` in front of a Logway broker process, with real clients: everything a client does works
+through the proxy's ports, and no client ever sees the upstream's port."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import sys
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka.admin import NewTopic as KpNewTopic
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from compat_tests.kafka.wire_client import request_frame  # noqa: E402
+from logway.proxy.frames import decode_response  # noqa: E402
+from logway.wire.protocol import build, encode_body, request_type  # noqa: E402
+
+
+def _confluent_roundtrip(bootstrap: str, topic: str, upstream_port: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, 3, 1)]).values():
+        future.result(15)
+    metadata = admin.list_topics(timeout=10)
+    assert {(b.host, b.port) for b in metadata.brokers.values()} == {("127.0.0.1", int(bootstrap.split(":")[1]) + 2)}
+    assert all(b.port != upstream_port for b in metadata.brokers.values())
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    for i in range(300):
+        producer.produce(topic, key=str(i % 7).encode(), value=f"v{i}".encode())
+    assert producer.flush(20) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-g", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    values = []
+    deadline = time.monotonic() + 30
+    while len(values) < 300 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    consumer.commit(asynchronous=False)
+    committed = consumer.committed(consumer.assignment(), timeout=10)
+    consumer.close()
+    assert sorted(values) == sorted(f"v{i}".encode() for i in range(300))
+    assert sum(max(tp.offset, 0) for tp in committed) == 300  # a partition no key went to has none
+    for future in admin.delete_topics([topic]).values():
+        future.result(15)
+    assert topic not in admin.list_topics(timeout=10).topics
+
+
+def test_confluent_kafka_through_proxy(proxy, logway_upstream, topic_name):
+    _confluent_roundtrip(proxy.bootstrap, topic_name, logway_upstream.port)
+
+
+def test_kafka_python_through_proxy(proxy, logway_upstream, topic_name):
+    admin = KafkaAdminClient(bootstrap_servers=proxy.bootstrap)
+    admin.create_topics([KpNewTopic(topic_name, 2, 1)])
+    brokers = admin.describe_cluster()["brokers"]
+    assert [(b["broker_id"], b["host"], b["port"]) for b in brokers] == [(1, "127.0.0.1", proxy.node_port(1))]
+    producer = KafkaProducer(bootstrap_servers=proxy.bootstrap, enable_idempotence=True, acks="all")
+    for i in range(200):
+        producer.send(topic_name, f"m{i}".encode())
+    producer.flush(20)
+    producer.close()
+    consumer = KafkaConsumer(topic_name, bootstrap_servers=proxy.bootstrap, group_id=f"{topic_name}-g",
+                             auto_offset_reset="earliest", consumer_timeout_ms=15000, enable_auto_commit=False)
+    values = []
+    for message in consumer:
+        values.append(message.value)
+        if len(values) == 200:
+            break
+    consumer.commit()
+    consumer.close()
+    assert sorted(values) == sorted(f"m{i}".encode() for i in range(200))
+    admin.delete_topics([topic_name])
+    admin.close()
+
+
+def _frame(api_key: int, version: int, fields: dict, correlation_id: int) -> bytes:
+    return request_frame(api_key, version, encode_body(build(request_type(api_key, version), fields)), correlation_id)
+
+
+def _read(sock: socket.socket) -> bytes:
+    def exact(n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            chunk = sock.recv(n - len(out))
+            if not chunk:
+                raise ConnectionError("closed")
+            out += chunk
+        return out
+
+    (size,) = struct.unpack(">i", exact(4))
+    return exact(size)
+
+
+def test_pipelined_requests_with_repeated_correlation_ids_are_answered_in_order(proxy, logway_upstream):
+    """Clients pipeline, and nothing makes their correlation ids unique: the proxy renumbers upstream and
+    answers in request order with the client's own ids; Metadata names the proxy's port, not the upstream's."""
+    metadata = {"topics": [], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False,
+                "include_cluster_authorized_operations": False}
+    with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
+        sock.sendall(_frame(18, 3, {"client_software_name": "t", "client_software_version": "1"}, 7)
+                     + _frame(3, 12, metadata, 7) + _frame(3, 9, metadata, 7) + _frame(3, 12, metadata, 42))
+        answers = [_read(sock) for _ in range(4)]
+    assert [struct.unpack_from(">i", a)[0] for a in answers] == [7, 7, 7, 42]
+    versions = decode_response(18, 3, answers[0])
+    assert {k.api_key for k in versions.api_keys} >= {0, 1, 3, 18}
+    assert not {17, 36} & {k.api_key for k in versions.api_keys}  # no SASL on a PLAINTEXT listener
+    for answer, version in zip(answers[1:], (12, 9, 12), strict=True):
+        brokers = decode_response(3, version, answer).brokers
+        assert [(b.node_id, b.port) for b in brokers] == [(1, proxy.node_port(1))]
+
+
+def test_unknown_api_key_closes_the_connection_with_a_log_line(proxy):
+    with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
+        sock.sendall(struct.pack(">ihhih", 10, 999, 0, 5, -1))
+        assert sock.recv(100) == b""
+    deadline = time.monotonic() + 5
+    while "is not served by the proxy" not in proxy.log() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "unknown api key (999) is not served by the proxy" in proxy.log()
+
+
+def test_oversized_frame_is_refused_before_any_read(proxy):
+    with socket.create_connection(("127.0.0.1", proxy.node_port(1)), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", 2**31 - 1) + b"\0" * 16)
+        assert sock.recv(100) == b""
+
+
+def test_upstream_sigkill_under_load_gives_retriable_errors_then_recovery(processes, topic_name):
+    """A producer through the proxy keeps going while the upstream is killed and restarted on the same
+    port and data: sends fail with retriable errors (never a hang), then succeed again; every acknowledged
+    message is there afterwards."""
+    upstream = processes["gateway"]("data", "--override", "node.id=1",
+                                    "--override", "group.initial.rebalance.delay.ms=0").start()
+    proxy = processes["proxy"](upstream.bootstrap).start()
+    if True:
+        proxy.wait_node_port(1)
+        admin = AdminClient({"bootstrap.servers": proxy.bootstrap})
+        for future in admin.create_topics([NewTopic(topic_name, 1, 1)]).values():
+            future.result(15)
+        acked, failed = [], []
+
+        def on_delivery(err, msg):
+            (failed if err else acked).append(msg.value())
+
+        producer = Producer({"bootstrap.servers": proxy.bootstrap, "acks": "all", "message.timeout.ms": 3000,
+                             "retry.backoff.ms": 100, "socket.timeout.ms": 2000})
+        killed_at = restarted_at = None
+        started = time.monotonic()
+        i = 0
+        while time.monotonic() - started < 25 and i < 100_000:
+            producer.produce(topic_name, f"{i}".encode(), on_delivery=on_delivery)
+            i += 1
+            producer.poll(0.002)
+            now = time.monotonic()
+            if killed_at is None and now - started > 1:
+                upstream.stop("KILL")
+                killed_at = now
+            if killed_at is not None and restarted_at is None and now - killed_at > 3:
+                upstream.start()
+                restarted_at = now
+                acked_before = len(acked)
+            if restarted_at is not None and len(acked) > acked_before + 100:
+                break
+        print(f"killed at {killed_at - started:.1f}s, restarted at {restarted_at - started:.1f}s, "
+              f"recovered at {time.monotonic() - started:.1f}s; {len(failed)} failed, {len(acked)} acked")
+        producer.flush(15)
+        assert failed, "no send failed while the upstream was down"
+        assert restarted_at is not None and len(acked) > acked_before + 100, "no recovery after the restart"
+        consumer = Consumer({"bootstrap.servers": proxy.bootstrap, "group.id": f"{topic_name}-check",
+                             "auto.offset.reset": "earliest"})
+        consumer.subscribe([topic_name])
+        seen = set()
+        deadline = time.monotonic() + 30
+        while not set(acked) <= seen and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                seen.add(message.value())
+        consumer.close()
+        assert set(acked) <= seen, f"{len(set(acked) - seen)} acknowledged messages missing"
+
+
+PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule required"
+
+
+def test_sasl_plain_ends_at_the_proxy_which_authenticates_upstream_with_its_own_credentials(processes, topic_name):
+    """Clients authenticate to the proxy (its listener's users); the proxy authenticates to a SASL upstream as
+    itself. A wrong client password is refused by the proxy with Kafka's error."""
+    sasl = ("--override", "listener.security.protocol.map=PLAINTEXT:SASL_PLAINTEXT",
+            "--override", "sasl.enabled.mechanisms=PLAIN")
+    upstream = processes["gateway"]("data", *sasl, "--override",
+                                    f'listener.name.plaintext.plain.sasl.jaas.config={PLAIN} user_proxy="up-secret";',
+                                    "--override", "group.initial.rebalance.delay.ms=0").start()
+    proxy = processes["proxy"](
+        upstream.bootstrap, *sasl,
+        "--override", f'listener.name.plaintext.plain.sasl.jaas.config={PLAIN} user_alice="alice-secret";',
+        "--override", "proxy.upstream.security.protocol=SASL_PLAINTEXT",
+        "--override", f'proxy.upstream.sasl.jaas.config={PLAIN} username="proxy" password="up-secret";').start()
+    proxy.wait_node_port(1)
+    client = {"bootstrap.servers": proxy.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+              "sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": "alice-secret"}
+    admin = AdminClient(client)
+    for future in admin.create_topics([NewTopic(topic_name, 1, 1)]).values():
+        future.result(15)
+    producer = Producer(client)
+    for i in range(50):
+        producer.produce(topic_name, f"s{i}".encode())
+    assert producer.flush(15) == 0
+    consumer = Consumer({**client, "group.id": f"{topic_name}-g", "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic_name])
+    values = []
+    deadline = time.monotonic() + 20
+    while len(values) < 50 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    consumer.close()
+    assert sorted(values) == sorted(f"s{i}".encode() for i in range(50))
+    errors: list[KafkaError] = []
+    wrong = Producer({**client, "sasl.password": "nope", "error_cb": errors.append})
+    deadline = time.monotonic() + 10
+    while not any(e.code() == KafkaError._AUTHENTICATION for e in errors) and time.monotonic() < deadline:
+        wrong.poll(0.25)
+    assert any("Authentication failed: Invalid username or password" in e.str() for e in errors), errors
+
+
+def test_acls_at_the_proxy_apply_to_the_client_principal(processes, tmp_path, topic_name):
+    """The proxy's authorizer (the gateway's, Kafka's StandardAuthorizer semantics) decides on the principal
+    the client authenticated as at the proxy: alice may write and read one topic, not another; Metadata for
+    all topics lists only what she may describe; a denied topic gets TOPIC_AUTHORIZATION_FAILED."""
+    from logway.gateway.security.authorizer import AclBinding, Authorizer, Operation, PatternType, Permission
+
+    upstream = processes["gateway"]("data", "--override", "node.id=1").start()
+    allowed, denied = f"{topic_name}-ok", f"{topic_name}-no"
+    admin = AdminClient({"bootstrap.servers": upstream.bootstrap})
+    for future in admin.create_topics([NewTopic(allowed, 1, 1), NewTopic(denied, 1, 1)]).values():
+        future.result(15)
+    proxy = processes["proxy"](
+        upstream.bootstrap, "--override", "listener.security.protocol.map=PLAINTEXT:SASL_PLAINTEXT",
+        "--override", "sasl.enabled.mechanisms=PLAIN",
+        "--override", f'listener.name.plaintext.plain.sasl.jaas.config={PLAIN} user_alice="a-pw";',
+        "--override", "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+    state = proxy.workdir / "state"
+    state.mkdir(parents=True)
+    acls = Authorizer()
+    for operation in (Operation.WRITE, Operation.READ):
+        acls.add(AclBinding(2, allowed, PatternType.LITERAL, "User:alice", "*", operation, Permission.ALLOW))
+    acls.add(AclBinding(3, "*", PatternType.LITERAL, "User:alice", "*", Operation.READ, Permission.ALLOW))
+    acls.save(state / "logway-acls.json")
+    proxy.start()
+    proxy.wait_node_port(1)
+    alice = {"bootstrap.servers": proxy.bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+             "sasl.username": "alice", "sasl.password": "a-pw"}
+    listed = AdminClient(alice).list_topics(timeout=10).topics
+    assert allowed in listed and denied not in listed
+    outcomes: dict[str, list] = {allowed: [], denied: []}
+    producer = Producer({**alice, "message.timeout.ms": 5000})
+    for topic in (allowed, denied):
+        for i in range(5):
+            producer.produce(topic, f"{i}".encode(), on_delivery=lambda err, msg: outcomes[msg.topic()].append(err))
+    producer.flush(15)
+    assert outcomes[allowed] == [None] * 5
+    assert outcomes[denied] and all(e is not None and e.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+                                    for e in outcomes[denied])
+    consumer = Consumer({**alice, "group.id": f"{topic_name}-g", "auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition(allowed, 0, 0)])
+    values = []
+    deadline = time.monotonic() + 15
+    while len(values) < 5 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    consumer.close()
+    assert sorted(values) == [f"{i}".encode() for i in range(5)]
+
+
+def test_large_produce_and_fetch_frames_pass_through_intact(proxy, topic_name):
+    """Frames beyond the proxy's small-frame path (64 KiB): Produce batches and Fetch responses of MBs."""
+    import hashlib
+
+    values = [hashlib.sha256(str(i).encode()).digest() * 2000 for i in range(120)]  # 64,000 B each
+    failed = []
+    producer = Producer({"bootstrap.servers": proxy.bootstrap, "linger.ms": 50})  # batches up to 1 MB
+    for value in values:
+        producer.produce(topic_name, value, on_delivery=lambda err, _: err and failed.append(err))
+    assert producer.flush(30) == 0 and not failed
+    consumer = Consumer({"bootstrap.servers": proxy.bootstrap, "group.id": f"{topic_name}-g",
+                         "auto.offset.reset": "earliest", "fetch.max.bytes": 8 << 20})
+    consumer.assign([TopicPartition(topic_name, 0, 0)])
+    got = []
+    deadline = time.monotonic() + 30
+    while len(got) < len(values) and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            got.append(message.value())
+    consumer.close()
+    assert got == values
+
+
+def test_version_beyond_the_advertised_range_closes_the_connection_with_a_log_line(proxy):
+    with socket.create_connection(("127.0.0.1", proxy.node_port(1)), timeout=10) as sock:
+        sock.sendall(struct.pack(">ihhih", 10, 0, 99, 6, -1))  # Produce v99
+        assert sock.recv(100) == b""
+    deadline = time.monotonic() + 5
+    while "produce v99 is not supported by the proxy" not in proxy.log().lower() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "produce v99 is not supported by the proxy" in proxy.log().lower()
+    assert "internal error" not in proxy.log()
+
+
+def test_tls_to_the_proxy_and_tls_to_the_upstream(processes, tmp_path, topic_name):
+    """Client TLS ends at the proxy (the gateway's TLS listener code); the proxy opens its own TLS connections
+    to an SSL upstream, trusting the upstream's CA from proxy.upstream.ssl.truststore.location."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gateway"))
+    from tls_certs import make_certs
+
+    certs = make_certs(tmp_path)
+    tls = ("--override", "listener.security.protocol.map=PLAINTEXT:SSL", "--override", "ssl.keystore.type=PEM",
+           "--override", f"ssl.keystore.location={certs['server']}")
+    upstream = processes["gateway"]("data", *tls, "--override", "node.id=1").start()
+    proxy = processes["proxy"](upstream.bootstrap, *tls, "--override", "proxy.upstream.security.protocol=SSL",
+                               "--override", f"proxy.upstream.ssl.truststore.location={certs['ca']}",
+                               # the test certificate names localhost; the brokers are addressed by IP
+                               "--override", "proxy.upstream.ssl.endpoint.identification.algorithm=").start()
+    proxy.wait_node_port(1)
+    client = {"bootstrap.servers": proxy.bootstrap, "security.protocol": "SSL", "ssl.ca.location": certs["ca"],
+              "ssl.endpoint.identification.algorithm": "none"}
+    producer = Producer(client)
+    for i in range(20):
+        producer.produce(topic_name, f"t{i}".encode())
+    assert producer.flush(15) == 0
+    consumer = Consumer({**client, "group.id": f"{topic_name}-g", "auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition(topic_name, 0, 0)])
+    values = []
+    deadline = time.monotonic() + 15
+    while len(values) < 20 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    consumer.close()
+    assert values == [f"t{i}".encode() for i in range(20)]
