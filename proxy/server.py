@@ -14,6 +14,7 @@ import trio
 from logway.gateway.apis import sasl_authenticate, sasl_handshake
 from logway.gateway.config import Listener, canonical_ip
 from logway.gateway.connection_limits import ConnectionQuotas, expire_idle_connections
+from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.request_memory import RequestMemory, budget_bytes
 from logway.gateway.security.authorizer import ACL_FILE, Authorizer
 from logway.gateway.security.credentials import CredentialStore
@@ -47,6 +48,7 @@ class ProxyBroker:
         self.cluster = Cluster(config)
         self.addressing = config.addressing
         self.filter_factories = {name: list(fs) for name, fs in (filter_factories or {}).items()}
+        self.stats = BrokerStats()  # the gateway's Connection counts requests and latency per API here
 
     def filter_chain(self, listener: str) -> list[FilterFactory]:
         """The filters of a client connection on ``listener``, in order: ACLs first (when an authorizer is
