@@ -23,6 +23,7 @@ from logway.gateway.config import ServerConfig, parse_properties
 from logway.gateway.groups import GroupService
 from logway.gateway.security.authorizer import ACL_FILE, Authorizer
 from logway.gateway.security.credentials import CredentialStore
+from logway.gateway.transactions import TransactionService
 from logway.storage.checkpoints import write_atomically
 from logway.storage.errors import KafkaStorageError, UnknownTopicOrPartition
 from logway.storage.log_manager import CHECKPOINT_INTERVAL_MS, LogManager
@@ -76,6 +77,8 @@ class Broker:
         self.producer_ids = ProducerIdManager(Path(self.config.log_dirs[0]) / "producer-id-block")
         self.groups = GroupService(self)
         self.groups.open()
+        self.transactions = TransactionService(self)
+        self.transactions.open()
         log.info(
             "broker %d of cluster %s: %d topics in %s",
             self.node_id, self.cluster_id, len(self.logs.topics), ", ".join(self.config.log_dirs),
@@ -134,6 +137,7 @@ class Broker:
             if self.logs.cleaner_config.enable:
                 nursery.start_soon(self._cleaner_loop)
             await nursery.start(self.groups.run)
+            await nursery.start(self.transactions.run)
             task_status.started()
 
     async def _retention_loop(self) -> None:

@@ -14,6 +14,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from logway.gateway.apis import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     alter_user_scram_credentials,
     api_versions,
@@ -29,6 +31,7 @@ from logway.gateway.apis import (
     describe_configs,
     describe_groups,
     describe_user_scram_credentials,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -47,6 +50,7 @@ from logway.gateway.apis import (
     sasl_authenticate,
     sasl_handshake,
     sync_group,
+    txn_offset_commit,
 )
 from logway.gateway.security.authorizer import (
     ANONYMOUS,
@@ -107,6 +111,10 @@ API_MODULES: tuple[ModuleType, ...] = (
     alter_configs,
     incremental_alter_configs,
     delete_records,
+    add_partitions_to_txn,
+    add_offsets_to_txn,
+    end_txn,
+    txn_offset_commit,
 )
 REGISTRY: dict[int, ModuleType] = {m.API_KEY: m for m in API_MODULES}
 

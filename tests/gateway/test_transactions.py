@@ -1,0 +1,140 @@
+"""Transactions (KIP-98/360/447/890) with real clients against the in-process gateway."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(10)
+
+
+def txn_producer(bootstrap: str, transactional_id: str, **extra) -> Producer:
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id, "linger.ms": 5, **extra})
+    producer.init_transactions(10)
+    return producer
+
+
+def consume_values(bootstrap: str, topic: str, count: int, *, isolation: str = "read_committed",
+                   partitions: int = 1, idle_s: float = 1.0, timeout_s: float = 15.0) -> list[bytes]:
+    """Every value a consumer with this isolation level reads from the start, waiting ``idle_s`` after ``count``."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{topic}-{isolation}",
+                         "isolation.level": isolation, "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    quiet_until = None
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                values.append(msg.value())
+            if len(values) >= count:
+                quiet_until = quiet_until or time.monotonic() + idle_s
+                if time.monotonic() >= quiet_until:
+                    break
+    finally:
+        consumer.close()
+    return values
+
+
+def test_commit_and_abort_read_committed_sees_only_committed_in_order(logway, topic_name):
+    create_topic(logway.bootstrap, topic_name)
+    producer = txn_producer(logway.bootstrap, "tx-commit-abort")
+    for round_, commit in enumerate([True, False, True]):
+        producer.begin_transaction()
+        for i in range(20):
+            producer.produce(topic_name, f"{round_}-{i}".encode())
+        producer.flush(10)
+        if commit:
+            producer.commit_transaction(10)
+        else:
+            producer.abort_transaction(10)
+    expected = [f"{r}-{i}".encode() for r in (0, 2) for i in range(20)]
+    assert consume_values(logway.bootstrap, topic_name, 40) == expected
+    # read_uncommitted sees the aborted records too (everything but the markers).
+    assert len(consume_values(logway.bootstrap, topic_name, 60, isolation="read_uncommitted")) == 60
+
+
+def test_read_committed_waits_for_an_open_transaction(logway, topic_name):
+    create_topic(logway.bootstrap, topic_name)
+    plain = Producer({"bootstrap.servers": logway.bootstrap})
+    plain.produce(topic_name, b"before")
+    plain.flush(10)
+    producer = txn_producer(logway.bootstrap, "tx-open")
+    producer.begin_transaction()
+    producer.produce(topic_name, b"in-txn")
+    producer.flush(10)
+    plain.produce(topic_name, b"after")
+    plain.flush(10)
+    # The open transaction holds the last stable offset at its first record: "after" is not readable yet.
+    assert consume_values(logway.bootstrap, topic_name, 1, idle_s=1.0) == [b"before"]
+    # ListOffsets LATEST for read_committed is the last stable offset; for read_uncommitted the log end.
+    for isolation, latest in (("read_committed", 1), ("read_uncommitted", 3)):
+        watcher = Consumer({"bootstrap.servers": logway.bootstrap, "group.id": "wm", "isolation.level": isolation})
+        assert watcher.get_watermark_offsets(TopicPartition(topic_name, 0), 5) == (0, latest)
+        watcher.close()
+    producer.commit_transaction(10)
+    assert consume_values(logway.bootstrap, topic_name, 3) == [b"before", b"in-txn", b"after"]
+
+
+def test_a_second_producer_with_the_same_transactional_id_fences_the_first(logway, topic_name):
+    create_topic(logway.bootstrap, topic_name)
+    zombie = txn_producer(logway.bootstrap, "tx-zombie")
+    zombie.begin_transaction()
+    zombie.produce(topic_name, b"zombie")
+    zombie.flush(10)
+    # The new instance's InitProducerId aborts the zombie's open transaction and bumps the epoch.
+    fresh = txn_producer(logway.bootstrap, "tx-zombie")
+    fresh.begin_transaction()
+    fresh.produce(topic_name, b"fresh")
+    fresh.commit_transaction(10)
+    with pytest.raises(KafkaException) as raised:
+        zombie.produce(topic_name, b"zombie again")
+        zombie.commit_transaction(10)
+    assert raised.value.args[0].fatal() or "fenced" in str(raised.value).lower()
+    assert consume_values(logway.bootstrap, topic_name, 1) == [b"fresh"]
+
+
+def test_consume_transform_produce_commits_offsets_with_the_output(logway, topic_name):
+    source, sink, group = f"{topic_name}-in", f"{topic_name}-out", f"{topic_name}-app"
+    create_topic(logway.bootstrap, source)
+    create_topic(logway.bootstrap, sink)
+    plain = Producer({"bootstrap.servers": logway.bootstrap})
+    for i in range(30):
+        plain.produce(source, str(i).encode())
+    plain.flush(10)
+
+    def run_once(n: int, commit: bool) -> None:
+        consumer = Consumer({"bootstrap.servers": logway.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                             "enable.auto.commit": False, "isolation.level": "read_committed"})
+        consumer.subscribe([source])
+        producer = txn_producer(logway.bootstrap, f"{group}-tx")
+        producer.begin_transaction()
+        taken = []
+        deadline = time.monotonic() + 15
+        while len(taken) < n and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                taken.append(msg)
+                producer.produce(sink, msg.value() + b"!")
+        producer.send_offsets_to_transaction(
+            [TopicPartition(source, 0, taken[-1].offset() + 1)], consumer.consumer_group_metadata(), 10)
+        if commit:
+            producer.commit_transaction(10)
+        else:
+            producer.abort_transaction(10)
+        consumer.close()
+
+    run_once(10, commit=True)
+    run_once(10, commit=False)  # aborted: neither its output nor its offsets count
+    run_once(20, commit=True)  # so this run starts again at offset 10
+    assert consume_values(logway.bootstrap, sink, 30) == [f"{i}!".encode() for i in range(30)]
+    checker = Consumer({"bootstrap.servers": logway.bootstrap, "group.id": group})
+    assert checker.committed([TopicPartition(source, 0)], 10)[0].offset == 30
+    checker.close()
