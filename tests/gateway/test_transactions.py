@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from logway.coordinator.partitioning import partition_for_group
+from logway.coordinator.txn_metadata import TxnState
+from logway.coordinator.txn_schema import decode_key, decode_value, encode_key, encode_value
+from logway.gateway.in_process import InProcessGateway
+from logway.storage.config import LogConfig
+from logway.storage.partition_log import PartitionLog
+from logway.wire.records import build_batch, decode_batches
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
@@ -138,3 +148,76 @@ def test_consume_transform_produce_commits_offsets_with_the_output(logway, topic
     checker = Consumer({"bootstrap.servers": logway.bootstrap, "group.id": group})
     assert checker.committed([TopicPartition(source, 0)], 10)[0].offset == 30
     checker.close()
+
+
+def test_an_open_transaction_survives_a_restart_and_commits(logway, topic_name):
+    create_topic(logway.bootstrap, topic_name)
+    producer = txn_producer(logway.bootstrap, "tx-restart")
+    producer.begin_transaction()
+    for i in range(5):
+        producer.produce(topic_name, str(i).encode())
+    producer.flush(10)
+    logway.stop()
+    logway.start()
+    # The coordinator reloads the Ongoing transaction and the log its open state: the producer goes on.
+    producer.produce(topic_name, b"5")
+    producer.commit_transaction(15)
+    assert consume_values(logway.bootstrap, topic_name, 6) == [str(i).encode() for i in range(6)]
+
+
+def _prepare_commit_on_disk(data_dir: Path, transactional_id: str) -> None:
+    """Write PrepareCommit for an Ongoing transaction straight into __transaction_state, as a coordinator that
+    crashed between persisting it and writing the markers would have left it."""
+    partition = partition_for_group(transactional_id, 50)
+    plog = PartitionLog(data_dir / f"__transaction_state-{partition}", "__transaction_state", partition,
+                        LogConfig.from_properties({"cleanup.policy": "compact"}), clean_shutdown=True)
+    try:
+        last = None
+        for batch in decode_batches(plog.read_bytes(0, 1 << 20)):
+            for record in batch.records:
+                if decode_key(record.key) == transactional_id:
+                    last = decode_value(record.value)
+        assert last is not None and last.state == TxnState.ONGOING
+        prepared = replace(last, state=TxnState.PREPARE_COMMIT)
+        plog.append(bytearray(build_batch([(encode_key(transactional_id), encode_value(prepared), ())])),
+                    now_ms=int(time.time() * 1000))
+    finally:
+        plog.close()
+
+
+def test_a_restart_after_prepare_commit_completes_the_commit(logway, topic_name):
+    create_topic(logway.bootstrap, topic_name, partitions=2)
+    producer = txn_producer(logway.bootstrap, "tx-mid-commit")
+    producer.begin_transaction()
+    for i in range(10):
+        producer.produce(topic_name, str(i).encode(), partition=i % 2)
+    producer.flush(10)
+    logway.stop()
+    _prepare_commit_on_disk(logway.data_dir, "tx-mid-commit")
+    logway.start()
+    # Nobody calls commit: loading the PrepareCommit state writes the markers and CompleteCommit.
+    got = consume_values(logway.bootstrap, topic_name, 10, partitions=2)
+    assert sorted(got, key=int) == [str(i).encode() for i in range(10)]
+
+
+def test_the_coordinator_aborts_a_transaction_past_its_timeout(tmp_path, topic_name):
+    gateway = InProcessGateway(tmp_path / "data", {
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "100"}).start()
+    try:
+        create_topic(gateway.bootstrap, topic_name)
+        with pytest.raises(KafkaException):
+            txn_producer(gateway.bootstrap, "tx-too-long", **{"transaction.timeout.ms": 900_001})
+        producer = txn_producer(gateway.bootstrap, "tx-slow", **{"transaction.timeout.ms": 1000})
+        producer.begin_transaction()
+        producer.produce(topic_name, b"never committed")
+        producer.flush(10)
+        time.sleep(2)
+        plain = Producer({"bootstrap.servers": gateway.bootstrap})
+        plain.produce(topic_name, b"after")
+        plain.flush(10)
+        # The abort moved the last stable offset past the transaction: a read_committed reader goes on.
+        assert consume_values(gateway.bootstrap, topic_name, 1) == [b"after"]
+        with pytest.raises(KafkaException):
+            producer.commit_transaction(10)
+    finally:
+        gateway.stop()
