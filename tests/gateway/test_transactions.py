@@ -221,3 +221,31 @@ def test_the_coordinator_aborts_a_transaction_past_its_timeout(tmp_path, topic_n
             producer.commit_transaction(10)
     finally:
         gateway.stop()
+
+
+def test_kafka_python_transactions(logway, topic_name):
+    from kafka import KafkaConsumer, KafkaProducer
+
+    create_topic(logway.bootstrap, topic_name)
+    producer = KafkaProducer(bootstrap_servers=logway.bootstrap, transactional_id="tx-kafka-python")
+    producer.init_transactions()
+    for commit in (True, False, True):
+        producer.begin_transaction()
+        for i in range(5):
+            producer.send(topic_name, f"{commit}-{i}".encode())
+        if commit:
+            producer.commit_transaction()
+        else:
+            producer.abort_transaction()
+    producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=logway.bootstrap, isolation_level="read_committed",
+                             auto_offset_reset="earliest", consumer_timeout_ms=2000)
+    consumer.assign([kafka_tp(topic_name, 0)])
+    assert [m.value for m in consumer] == [f"True-{i}".encode() for i in range(5)] * 2
+    consumer.close()
+
+
+def kafka_tp(topic: str, partition: int):
+    from kafka import TopicPartition as KafkaTopicPartition
+
+    return KafkaTopicPartition(topic, partition)
