@@ -30,6 +30,8 @@ from logway.gateway.apis import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_producers,
+    describe_transactions,
     describe_user_scram_credentials,
     end_txn,
     fetch,
@@ -41,6 +43,7 @@ from logway.gateway.apis import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -115,6 +118,9 @@ API_MODULES: tuple[ModuleType, ...] = (
     add_offsets_to_txn,
     end_txn,
     txn_offset_commit,
+    describe_producers,
+    describe_transactions,
+    list_transactions,
 )
 REGISTRY: dict[int, ModuleType] = {m.API_KEY: m for m in API_MODULES}
 

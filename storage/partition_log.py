@@ -924,6 +924,10 @@ class PartitionLog:
         self._dir_dirty = True
         return True
 
+    def active_producers(self) -> list:
+        """The producer state entries (DescribeProducers): id, epoch, last sequence and timestamp, open transaction."""
+        return list(self._producers.producers.values())
+
     def expire_producers(self, now_ms: int) -> None:
         """Drop idempotent producers idle longer than producer.id.expiration.ms."""
         self._producers.expire(now_ms)
