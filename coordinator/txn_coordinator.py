@@ -204,7 +204,13 @@ class TransactionCoordinator:
         return self._persist(changed, now_ms) or E.none
 
     def verify_partition(self, transactional_id: str, producer_id: int, producer_epoch: int, tp: TopicPartition) -> E:
-        """KIP-890 part 1: a transactional produce must go to a partition of the producer's ongoing transaction."""
+        """KIP-890 part 1: a transactional produce must go to a partition of the producer's ongoing transaction.
+
+        While the id's state partition loads the answer is NOT_ENOUGH_REPLICAS, a retriable error, as Kafka's
+        AddPartitionsToTxnManager maps the coordinator errors of a verification for the producer.
+        """
+        if self.partition_for(transactional_id) not in self._loaded:
+            return E.not_enough_replicas
         meta = self._txns.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
             return E.invalid_producer_id_mapping

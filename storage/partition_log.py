@@ -786,6 +786,8 @@ class PartitionLog:
             for seg in doomed:
                 self._schedule_delete(seg, now_ms)
             self._producers.delete_snapshots(below=segments[0].base_offset)
+            # Aborted transactions whose marker went with the deleted segments concern no readable offset.
+            self._aborted = [e for e in self._aborted if e.last_offset >= segments[0].base_offset]
         return len(doomed)
 
     def delete_records_before(self, offset: int) -> int:

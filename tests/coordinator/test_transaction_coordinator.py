@@ -195,3 +195,16 @@ def test_log_value_bytes_follow_kafkas_schema():
     assert encode_key("tx") == b"\x00\x00\x00\x02tx" and decode_key(b"\x00\x00\x00\x02tx") == "tx"
     empty = encode_value(TxnLogValue(1, 0, 1000, 0, {}, T0, -1), null_partitions=True)
     assert empty[17:21] == b"\xff\xff\xff\xff" and decode_value(empty).partitions == {}
+
+
+def test_a_produce_is_verified_against_the_ongoing_transaction(parts):
+    c, _, _ = parts
+    _, pid, epoch = init(c)
+    assert c.verify_partition(TID, pid, epoch, ("t", 0)) == E.invalid_txn_state  # not added yet
+    c.add_partitions(TID, pid, epoch, [("t", 0)], T0)
+    assert c.verify_partition(TID, pid, epoch, ("t", 0)) == E.none
+    assert c.verify_partition(TID, pid, epoch, ("t", 1)) == E.invalid_txn_state
+    assert c.verify_partition(TID, pid, epoch - 1, ("t", 0)) == E.invalid_producer_epoch
+    assert c.verify_partition(TID, pid + 1, epoch, ("t", 0)) == E.invalid_producer_id_mapping
+    unloaded = TransactionCoordinator(MemoryLog(), Markers(), lambda: 1, num_partitions=3)
+    assert unloaded.verify_partition(TID, pid, epoch, ("t", 0)) == E.not_enough_replicas

@@ -102,3 +102,14 @@ def test_truncation_forgets_aborts_and_markers_beyond_it(open_log):
     assert plog.aborted_transactions(0, 10) == []
     assert plog.last_stable_offset == 0  # the transaction is open again
     assert read_entries(plog.dir / "00000000000000000000.txnindex") == []
+
+
+def test_deleted_segments_take_their_aborted_transactions_along(open_log):
+    plog = open_log({"segment.bytes": "300"})
+    plog.append(txn_batch(A, 0), now_ms=NOW)  # 0-1
+    plog.append_marker(A, 0, False, now_ms=NOW)  # 2
+    for _ in range(6):
+        plog.append(plain(3), now_ms=NOW)
+    assert len(plog.segment_base_offsets) > 2
+    plog.delete_records_before(plog.segment_base_offsets[2])
+    assert plog.aborted_transactions(0, plog.high_watermark) == []
