@@ -843,7 +843,8 @@ class PartitionLog:
     def cleanable_range(self, now_ms: int) -> CleanableRange:
         """Dirty section, cleanable bytes and ratio as Kafka's LogCleanerManager computes them (loop thread)."""
         return cleanable_range(
-            self._segments, self._log_start_offset, self._log_end_offset, self._cleaner_offset, self.config, now_ms
+            self._segments, self._log_start_offset, self._log_end_offset, self._cleaner_offset, self.config, now_ms,
+            self._producers.first_unstable_offset(),
         )
 
     def compact(self, now_ms: int) -> CompactionStats:
@@ -861,9 +862,14 @@ class PartitionLog:
         try:
             segments = self._segments
             log_start, log_end = self._log_start_offset, self._log_end_offset
-            rng = cleanable_range(segments, log_start, log_end, self._cleaner_offset, self.config, now_ms)
+            rng = cleanable_range(segments, log_start, log_end, self._cleaner_offset, self.config, now_ms,
+                                  self._producers.first_unstable_offset())
+            aborted: dict[int, list[tuple[int, int]]] = {}
+            for entry in list(self._aborted):
+                aborted.setdefault(entry.producer_id, []).append((entry.first_offset, entry.last_offset))
             result = clean_log(
-                self.dir, segments, rng, self.config, self.cleaner_config, self._producers.last_data_offsets(), now_ms
+                self.dir, segments, rng, self.config, self.cleaner_config, self._producers.last_data_offsets(), now_ms,
+                aborted,
             )
         except BaseException:
             # A truncation under a running compaction can make it read short segments: not the log's fault.

@@ -161,7 +161,8 @@ class ProducerStateManager:
 
     def first_unstable_offset(self) -> int | None:
         """The first offset of the earliest ongoing transaction (what bounds the last stable offset)."""
-        return min(self.ongoing.values()) if self.ongoing else None
+        firsts = list(self.ongoing.values())  # a copy: a compaction thread may ask while the loop appends
+        return min(firsts) if firsts else None
 
     def last_data_offsets(self) -> dict[int, int]:
         """Producer id -> last offset of its newest data batch (what compaction must keep, Kafka's lastRecordsOfActiveProducers).

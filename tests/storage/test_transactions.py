@@ -113,3 +113,32 @@ def test_deleted_segments_take_their_aborted_transactions_along(open_log):
     assert len(plog.segment_base_offsets) > 2
     plog.delete_records_before(plog.segment_base_offsets[2])
     assert plog.aborted_transactions(0, plog.high_watermark) == []
+
+
+def keyed(key: bytes, value: bytes, pid: int = -1, seq: int = -1) -> bytearray:
+    return bytearray(build_batch([(key, value, ())], base_timestamp=NOW, producer_id=pid,
+                                 producer_epoch=0 if pid >= 0 else -1, base_sequence=seq, is_transactional=pid >= 0))
+
+
+def test_compaction_drops_aborted_records_and_stops_at_open_transactions(open_log):
+    props = {"cleanup.policy": "compact", "segment.bytes": "200", "min.cleanable.dirty.ratio": "0.01"}
+    plog = open_log(props)
+    plog.append(keyed(b"k", b"committed"), now_ms=NOW)
+    plog.append(keyed(b"k", b"aborted", pid=A, seq=0), now_ms=NOW)
+    plog.append_marker(A, 0, False, now_ms=NOW)
+    plog.append(keyed(b"j", b"before"), now_ms=NOW)
+    plog.append(keyed(b"j", b"open", pid=B, seq=0), now_ms=NOW)  # B's transaction stays open
+    for i in range(4):
+        plog.append(keyed(b"x", b"%d" % i), now_ms=NOW)
+    plog.compact(NOW)
+    plog.finish_compaction()
+    values: dict[bytes, list[bytes]] = {}
+    offset = plog.log_start_offset
+    while offset < plog.log_end_offset:
+        for batch in decode_batches(plog.read_bytes(offset, 1 << 20)):
+            offset = batch.header.last_offset + 1
+            for r in [] if batch.header.is_control else batch.records:
+                values.setdefault(r.key, []).append(r.value)
+    # The aborted record neither survives nor hides the committed one; the open transaction is not cleaned.
+    assert values[b"k"] == [b"committed"]
+    assert values[b"j"] == [b"before", b"open"]
