@@ -128,6 +128,7 @@ class TransactionService:
         """fsync (off the event loop) the logs whose flush.messages the coordinator's writes reached."""
         while self.unflushed:
             await trio.to_thread.run_sync(self.unflushed.pop().flush)
+        await self.state_log.broker.groups.offsets_log.flush_pending()  # markers written to __consumer_offsets
 
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:

@@ -30,6 +30,5 @@ async def handle(ctx, request):
         error = service.coordinator.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
                                             bool(request.committed), now_ms())
         await service.flush_pending()
-        await ctx.broker.groups.offsets_log.flush_pending()
         error = fenced_for_version(error, ctx.version, 2)
     return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "error_code": error})
