@@ -979,12 +979,16 @@ class GroupCoordinator:
         group_id: str,
         partitions: Sequence[TopicPartition] | None,
         *,
+        require_stable: bool = False,
         now_ms: int,
         respond: Respond[OffsetFetchResult],
     ) -> None:
         """OffsetFetch for one group: the given partitions, or every committed one when ``partitions`` is None.
 
         Offsets are returned whatever the group state (the group may not use Kafka's group management).
+        With ``require_stable`` (v7+, KIP-447) a partition with a transactional commit awaiting its marker gets
+        UNSTABLE_OFFSET_COMMIT and offset -1, so a read_committed consumer retries instead of starting from a
+        stale offset.
         """
         error = self._validate_group_status(group_id, allow_empty_id=True)
         if error is not None:
@@ -994,9 +998,12 @@ class GroupCoordinator:
         committed = group.offsets if group is not None else {}
         wanted = sorted(committed) if partitions is None else partitions
         result = []
+        pending = {tp for groups in self._pending_txn.values() for tp in groups.get(group_id, ())} if require_stable else ()
         for topic, partition in wanted:
             value = committed.get((topic, partition))
-            if value is None:
+            if (topic, partition) in pending:
+                result.append(FetchedOffset(topic, partition, -1, -1, "", E.unstable_offset_commit))
+            elif value is None:
                 result.append(FetchedOffset(topic, partition, -1, -1, ""))
             else:
                 result.append(FetchedOffset(topic, partition, value.offset, value.leader_epoch, value.metadata))
