@@ -967,8 +967,9 @@ class GroupCoordinator:
                 continue
             for group_id in [g for g in pending if self.partition_for(g) == partition]:
                 offsets = pending.pop(group_id)
-                group = self._groups.get(group_id)
-                if commit and group is not None:
+                if commit:
+                    # A group that only stores offsets may exist only through this commit (e.g. after a restart).
+                    group = self._groups.get(group_id) or self._groups.setdefault(group_id, GroupMetadata(group_id, now_ms))
                     group.offsets.update(offsets)
         if not pending:
             self._pending_txn.pop(producer_id, None)

@@ -50,3 +50,16 @@ def test_kip_447_checks_the_member_and_generation():
     assert txn_commit(c, "g", 1, generation=generation + 1, member=members[0]) == {("t", 0): E.illegal_generation}
     assert txn_commit(c, "g", 1, generation=generation, member="gone") == {("t", 0): E.unknown_member_id}
     assert txn_commit(c, "new", 1, generation=3, member="m") == {("t", 0): E.illegal_generation}
+
+
+def test_pending_offsets_reloaded_after_a_restart_commit_into_a_new_group():
+    first = Cluster()
+    txn_commit(first, "g", 10)
+    partition = first.gc.partition_for("g")
+    again = Cluster(first.log, load=False)
+    records = first.log.read(partition)
+    for p in range(again.gc.num_partitions):
+        again.gc.load(p, again.now, [] if p == partition else None, {PID: records} if p == partition else None)
+    assert again.committed("g") == {}
+    again.gc.complete_txn(PID, 0, True, [partition], again.now)
+    assert again.committed("g") == {("t", 0): 10}

@@ -249,3 +249,25 @@ def kafka_tp(topic: str, partition: int):
     from kafka import TopicPartition as KafkaTopicPartition
 
     return KafkaTopicPartition(topic, partition)
+
+
+def test_offsets_sent_to_a_transaction_survive_a_restart_before_the_commit(logway, topic_name):
+    create_topic(logway.bootstrap, topic_name)
+    group = f"{topic_name}-g"
+    producer = txn_producer(logway.bootstrap, "tx-offsets-restart")
+    producer.begin_transaction()
+    producer.produce(topic_name, b"out")
+    consumer = Consumer({"bootstrap.servers": logway.bootstrap, "group.id": group})
+    producer.send_offsets_to_transaction([TopicPartition(topic_name, 0, 42)], consumer.consumer_group_metadata(), 10)
+    consumer.close()
+    logway.stop()
+    logway.start()  # the transactional offset commit is reloaded as pending, not as committed
+    # A read_uncommitted consumer (no require_stable) sees no commit yet; a read_committed one would get
+    # UNSTABLE_OFFSET_COMMIT and retry until the transaction ends.
+    early = Consumer({"bootstrap.servers": logway.bootstrap, "group.id": group, "isolation.level": "read_uncommitted"})
+    assert early.committed([TopicPartition(topic_name, 0)], 10)[0].offset < 0
+    early.close()
+    producer.commit_transaction(15)
+    checker = Consumer({"bootstrap.servers": logway.bootstrap, "group.id": group, "isolation.level": "read_committed"})
+    assert checker.committed([TopicPartition(topic_name, 0)], 10)[0].offset == 42
+    checker.close()
