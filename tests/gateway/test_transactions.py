@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from logway.coordinator.partitioning import partition_for_group
@@ -271,3 +271,31 @@ def test_offsets_sent_to_a_transaction_survive_a_restart_before_the_commit(logwa
     checker = Consumer({"bootstrap.servers": logway.bootstrap, "group.id": group, "isolation.level": "read_committed"})
     assert checker.committed([TopicPartition(topic_name, 0)], 10)[0].offset == 42
     checker.close()
+
+
+def test_transactional_ids_need_their_acls(tmp_path, topic_name):
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    authorizer = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+    gateway = InProcessGateway(tmp_path / "data", {**authorizer, "super.users": "User:ANONYMOUS"}).start()
+    try:
+        create_topic(gateway.bootstrap, topic_name)
+        allow = [AclBinding(rt, name, ResourcePatternType.LITERAL, "User:ANONYMOUS", "*", op, AclPermissionType.ALLOW)
+                 for rt, name, op in ((ResourceType.TOPIC, topic_name, AclOperation.WRITE),
+                                      (ResourceType.TOPIC, topic_name, AclOperation.READ),
+                                      (ResourceType.TRANSACTIONAL_ID, "tx-allowed", AclOperation.WRITE))]
+        admin = AdminClient({"bootstrap.servers": gateway.bootstrap})
+        for future in admin.create_acls(allow).values():
+            future.result(10)
+        gateway.stop()
+        gateway.overrides = authorizer  # ANONYMOUS is no longer a super user: the ACLs decide
+        gateway.start()
+        producer = txn_producer(gateway.bootstrap, "tx-allowed")
+        producer.begin_transaction()
+        producer.produce(topic_name, b"allowed")
+        producer.commit_transaction(10)
+        with pytest.raises(KafkaException) as denied:
+            txn_producer(gateway.bootstrap, "tx-denied")
+        assert denied.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    finally:
+        gateway.stop()
