@@ -78,7 +78,6 @@ class Broker:
         self.groups = GroupService(self)
         self.groups.open()
         self.transactions = TransactionService(self)
-        self.transactions.open()
         log.info(
             "broker %d of cluster %s: %d topics in %s",
             self.node_id, self.cluster_id, len(self.logs.topics), ", ".join(self.config.log_dirs),

@@ -4,7 +4,7 @@
 per append). `LogMarkerWriter` writes COMMIT/ABORT markers straight into the local partition logs (what
 Kafka's WriteTxnMarkers does between brokers) and into __consumer_offsets through the group coordinator.
 `TransactionService` loads the state partitions in the background at start-up (COORDINATOR_LOAD_IN_PROGRESS
-until then), aborts timed-out transactions every transaction.abort.timed.out.transaction.cleanup.interval.ms
+until then; the topic itself is created when the first transactional id is stored, as in Kafka), aborts timed-out transactions every transaction.abort.timed.out.transaction.cleanup.interval.ms
 and expires idle transactional ids (transactional.id.expiration.ms), as Kafka's TransactionStateManager.
 """
 
@@ -42,21 +42,24 @@ def _now_ms() -> int:
 class TransactionStateLog:
     """coordinator.txn_coordinator.TxnStateLog over the `__transaction_state` partitions."""
 
-    def __init__(self, broker: Broker, unflushed: set[PartitionLog]) -> None:
+    def __init__(self, broker: Broker, unflushed: set[PartitionLog], partitions: int) -> None:
         self.broker = broker
         self.unflushed = unflushed
-
-    def ensure_topic(self, partitions: int) -> None:
-        if TXN_TOPIC not in self.broker.logs.topics:
-            self.broker.logs.create_topic(TXN_TOPIC, partitions, dict(TXN_TOPIC_CONFIG))
+        self.partitions = partitions
 
     def append(self, partition: int, key: bytes, value: bytes | None, now_ms: int) -> None:
+        if TXN_TOPIC not in self.broker.logs.topics:
+            # Created on first use, as Kafka creates it for the first transactional id it coordinates.
+            self.broker.logs.create_topic(TXN_TOPIC, self.partitions, dict(TXN_TOPIC_CONFIG))
+            log.info("created %s with %d partitions", TXN_TOPIC, self.partitions)
         plog = self.broker.partition(TXN_TOPIC, partition)
         if plog.append(bytearray(build_batch([(key, value, ())], base_timestamp=now_ms)), now_ms=now_ms).flush_needed:
             self.unflushed.add(plog)
 
     def read(self, partition: int) -> list[tuple[bytes, bytes | None]]:
         """Every keyed record of one partition (the same reader as __consumer_offsets, without transactions)."""
+        if TXN_TOPIC not in self.broker.logs.topics:
+            return []  # no transactional id was ever used on this broker
         reader = ConsumerOffsetsLog(self.broker)
         plog = self.broker.partition(TXN_TOPIC, partition)
         records: list[tuple[bytes, bytes | None]] = []
@@ -109,7 +112,7 @@ class TransactionService:
     def __init__(self, broker: Broker) -> None:
         props = broker.config.properties
         self.unflushed: set[PartitionLog] = set()
-        self.state_log = TransactionStateLog(broker, self.unflushed)
+        self.state_log = TransactionStateLog(broker, self.unflushed, int(props["transaction.state.log.num.partitions"]))
         self.coordinator = TransactionCoordinator(
             self.state_log,
             LogMarkerWriter(broker, self.unflushed),
@@ -121,8 +124,15 @@ class TransactionService:
         self._abort_interval_s = int(props["transaction.abort.timed.out.transaction.cleanup.interval.ms"]) / 1000
         self._expire_interval_s = int(props["transaction.remove.expired.transaction.cleanup.interval.ms"]) / 1000
 
-    def open(self) -> None:
-        self.state_log.ensure_topic(self.coordinator.num_partitions)
+    async def ensure_topic(self) -> None:
+        """Create __transaction_state (off the event loop) before the first transactional id is stored."""
+        broker = self.state_log.broker
+        if TXN_TOPIC not in broker.logs.topics:
+            try:
+                await broker.create_topic(TXN_TOPIC, self.state_log.partitions, dict(TXN_TOPIC_CONFIG))
+                log.info("created %s with %d partitions", TXN_TOPIC, self.state_log.partitions)
+            except KafkaError:
+                pass  # created meanwhile by another request
 
     async def flush_pending(self) -> None:
         """fsync (off the event loop) the logs whose flush.messages the coordinator's writes reached."""

@@ -35,6 +35,7 @@ async def _transactional(ctx, request) -> dict:
     if not ctx.authorized(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
         return {"error_code": ErrorCode.transactional_id_authorization_failed, "producer_id": -1, "producer_epoch": -1}
     service = ctx.broker.transactions
+    await service.ensure_topic()
     timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
     expected_pid = getattr(request, "producer_id", -1)
     expected_epoch = getattr(request, "producer_epoch", -1)
