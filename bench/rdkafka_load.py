@@ -43,7 +43,8 @@ def _consumer(spec: dict) -> Consumer:
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "fetch.wait.max.ms": spec.get("fetch_wait_ms", 500),
-        "isolation.level": spec.get("isolation", "read_uncommitted"),
+        # librdkafka's default is read_committed; the transactions section sets each level explicitly.
+        **({"isolation.level": spec["isolation"]} if "isolation" in spec else {}),
     })
     consumer.list_topics(spec["topic"], timeout=30)
     return consumer
