@@ -299,3 +299,24 @@ def test_transactional_ids_need_their_acls(tmp_path, topic_name):
         assert denied.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     finally:
         gateway.stop()
+
+
+def test_a_sigkilled_gateway_process_keeps_the_open_transaction(gateway_process, topic_name):
+    """kill -9 between the produce and the commit: the transaction state, the records and the open transaction
+    in the partition's producer state all come back, and the producer commits after the restart."""
+    gw = gateway_process.start()
+    create_topic(gw.bootstrap, topic_name)
+    producer = txn_producer(gw.bootstrap, "tx-sigkill")
+    producer.begin_transaction()
+    for i in range(10):
+        producer.produce(topic_name, str(i).encode())
+    producer.flush(10)
+    gw.stop("KILL")
+    gw.start()
+    # Still open after recovery: the last stable offset stays at the transaction's first record.
+    for isolation, latest in (("read_committed", 0), ("read_uncommitted", 10)):
+        watcher = Consumer({"bootstrap.servers": gw.bootstrap, "group.id": "wm", "isolation.level": isolation})
+        assert watcher.get_watermark_offsets(TopicPartition(topic_name, 0), 10) == (0, latest)
+        watcher.close()
+    producer.commit_transaction(20)
+    assert consume_values(gw.bootstrap, topic_name, 10) == [str(i).encode() for i in range(10)]
