@@ -21,7 +21,7 @@ from logway.coordinator.txn_coordinator import TransactionCoordinator
 from logway.gateway.groups import OFFSETS_TOPIC, ConsumerOffsetsLog
 from logway.storage.errors import InvalidProducerEpoch, UnknownTopicOrPartition
 from logway.wire.batch import CorruptBatch
-from logway.wire.errors import KafkaError
+from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.records import build_batch
 
 if TYPE_CHECKING:
@@ -182,8 +182,6 @@ class TransactionService:
 
 def fenced_for_version(error: int, version: int, fenced_since: int) -> int:
     """PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH for request versions older than ``fenced_since`` (KIP-588)."""
-    from logway.wire.errors import ErrorCode
-
     if error == ErrorCode.producer_fenced and version < fenced_since:
         return ErrorCode.invalid_producer_epoch
     return error
