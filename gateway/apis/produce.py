@@ -23,7 +23,15 @@ import trio
 from logway.gateway.broker import now_ms
 from logway.gateway.security.authorizer import Operation, ResourceType
 from logway.storage.errors import UnknownTopicOrPartition
-from logway.wire.batch import LENGTH_POS, LOG_OVERHEAD, MAGIC_POS, MAGIC_V2, parse_header
+from logway.wire.batch import (
+    ATTRIBUTES_POS,
+    LENGTH_POS,
+    LOG_OVERHEAD,
+    MAGIC_POS,
+    MAGIC_V2,
+    TRANSACTIONAL_MASK,
+    parse_header,
+)
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.produce import ProducePartitionResult, decode_produce_request, encode_produce_response
 from logway.wire.protocol import MalformedRequest
@@ -60,9 +68,9 @@ def _check_one_v2_batch(records: memoryview | None, version: int) -> None:
 
 def _check_transactional(ctx, transactional_id: str | None, topic: str, index: int, records: memoryview) -> None:
     """A transactional batch: its transactional id authorized and the partition in its ongoing transaction."""
-    header = parse_header(records)
-    if not header.is_transactional:
+    if not records[ATTRIBUTES_POS + 1] & TRANSACTIONAL_MASK:  # one byte read on the hot path
         return
+    header = parse_header(records)
     if transactional_id is None or not ctx.authorized(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
         raise KafkaError("Transactional records need an authorized transactional id",
                          ErrorCode.transactional_id_authorization_failed)
