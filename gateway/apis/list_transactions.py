@@ -2,8 +2,8 @@
 
 The transactional ids this coordinator knows (kafka-transactions.sh list), filtered as Kafka's
 TransactionStateManager.listTransactionStates does: by state names (unknown names are echoed in
-unknown_state_filters), producer ids, v1: duration_filter (only transactions open longer than that many ms;
--1 for no filter), v2: transactional_id_pattern (a regular expression the whole id must match, KIP-1152;
+unknown_state_filters), producer ids, v1: duration_filter (only transactions whose start time is more than
+that many ms ago; -1 for no filter), v2: transactional_id_pattern (a regular expression the whole id must match, KIP-1152;
 an invalid one answers INVALID_REGULAR_EXPRESSION). Only ids the principal may DESCRIBE are listed;
 COORDINATOR_LOAD_IN_PROGRESS while any state partition loads.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import time
 
-from logway.coordinator.txn_metadata import STATE_BY_NAME, TxnState
+from logway.coordinator.txn_metadata import STATE_BY_NAME
 from logway.gateway.security.authorizer import Operation, ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
@@ -44,7 +44,7 @@ async def handle(ctx, request):
             continue
         if pids and meta.producer_id not in pids:
             continue
-        if duration >= 0 and (meta.state != TxnState.ONGOING or now - meta.start_ms <= duration):
+        if duration >= 0 and now - meta.start_ms <= duration:  # Kafka's filter, on the start time whatever the state
             continue
         if pattern is not None and not pattern.fullmatch(meta.transactional_id):
             continue
