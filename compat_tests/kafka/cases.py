@@ -1063,3 +1063,10 @@ def txn_offset_commit(side: Side, v: int, topic: str) -> Steps:
         lambda r: r.topics[0].partitions[0].error_code)
     _txn_call(side, 26, 3, {"transactional_id": topic, "producer_id": pid, "producer_epoch": epoch, "committed": False})
     return {"commit": resp}
+
+
+@case(66, "list one transactional id by pattern, and an unknown state filter", min_version=2)
+def list_transactions(side: Side, v: int, topic: str) -> Steps:
+    _txn_init(side, topic)
+    return {"list": _txn_call(side, 66, v, {"state_filters": ["Empty", "Sleeping"], "producer_id_filters": [],
+                                            "duration_filter": -1, "transactional_id_pattern": topic.replace("-", ".")})}
