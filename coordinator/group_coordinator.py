@@ -910,24 +910,9 @@ class GroupCoordinator:
         def fail(error: ErrorCode) -> None:
             respond(OffsetCommitResult({(o.topic, o.partition): error for o in offsets}))
 
-        error = self._validate_group_status(group_id)
+        error = self._validate_txn_commit(group_id, generation_id, member_id, group_instance_id, now_ms)
         if error is not None:
             fail(error)
-            return
-        group = self._groups.get(group_id)
-        if group is None:
-            if generation_id >= 0 or member_id:
-                fail(E.illegal_generation if generation_id >= 0 else E.unknown_member_id)
-                return
-            group = self._groups[group_id] = GroupMetadata(group_id, now_ms)
-        if member_id and not group.has(member_id):
-            fail(E.unknown_member_id)
-            return
-        if group_instance_id is not None and member_id and self._validate_current_member(group, member_id, group_instance_id):
-            fail(E.fenced_instance_id)
-            return
-        if generation_id >= 0 and generation_id != group.generation_id:
-            fail(E.illegal_generation)
             return
         values = {
             (o.topic, o.partition): OffsetCommitValue(o.offset, o.leader_epoch, o.metadata or "", now_ms, None)
@@ -936,18 +921,34 @@ class GroupCoordinator:
         error = E.none
         if values:
             records = [offset_record(group_id, tp, v) for tp, v in values.items()]
-            try:
-                self._log.append(self.partition_for(group_id), records, now_ms, producer=(producer_id, producer_epoch))
-            except (KafkaError, OSError) as exc:
-                log.warning("transactional offset commit of group %s failed: %s", group_id, exc)
-                error = _map_append_error(exc.error_code, E.invalid_commit_offset_size) if isinstance(exc, KafkaError) \
-                    else E.not_coordinator
-            else:
+            error = self._append(self.partition_for(group_id), records, now_ms, E.invalid_commit_offset_size,
+                                 producer=(producer_id, producer_epoch))
+            if error == E.none:
                 self._pending_txn.setdefault(producer_id, {}).setdefault(group_id, {}).update(values)
         respond(OffsetCommitResult({
             (o.topic, o.partition): error if self._metadata_fits(o.metadata) else E.offset_metadata_too_large
             for o in offsets
         }))
+
+    def _validate_txn_commit(
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None, now_ms: int
+    ) -> ErrorCode | None:
+        """The group checks of a TxnOffsetCommit; a group unknown here is created for a commit without a member."""
+        error = self._validate_group_status(group_id)
+        if error is not None:
+            return error
+        group = self._groups.get(group_id)
+        if group is None:
+            if generation_id >= 0 or member_id:
+                return E.illegal_generation if generation_id >= 0 else E.unknown_member_id
+            group = self._groups[group_id] = GroupMetadata(group_id, now_ms)
+        if member_id and not group.has(member_id):
+            return E.unknown_member_id
+        if group_instance_id is not None and member_id and self._validate_current_member(group, member_id, group_instance_id):
+            return E.fenced_instance_id
+        if generation_id >= 0 and generation_id != group.generation_id:
+            return E.illegal_generation
+        return None
 
     def complete_txn(
         self, producer_id: int, producer_epoch: int, commit: bool, partitions: Iterable[int], now_ms: int
@@ -1186,11 +1187,15 @@ class GroupCoordinator:
         )
 
     def _append(
-        self, partition: int, records: list[tuple[bytes, bytes | None]], now_ms: int, too_large: ErrorCode
+        self, partition: int, records: list[tuple[bytes, bytes | None]], now_ms: int, too_large: ErrorCode,
+        producer: tuple[int, int] | None = None,
     ) -> ErrorCode:
         """Append and map a storage failure to the coordinator error Kafka's GroupMetadataManager answers."""
         try:
-            self._log.append(partition, records, now_ms)
+            if producer is None:
+                self._log.append(partition, records, now_ms)
+            else:
+                self._log.append(partition, records, now_ms, producer=producer)
         except KafkaError as e:
             log.warning("append to __consumer_offsets-%d failed: %s", partition, e)
             return _map_append_error(e.error_code, too_large)
