@@ -542,12 +542,13 @@ class PartitionLog:
         first = self._producers.end_transaction(producer_id, epoch)
         if commit or first < 0:
             return
-        if replay and any(e.last_offset == marker_offset for e in self._aborted[-64:]):
+        at = bisect_left(self._aborted, marker_offset, key=lambda e: e.last_offset)
+        if replay and at < len(self._aborted) and self._aborted[at].last_offset == marker_offset:
             return  # already in the txnindex read at load
         unstable = self._producers.first_unstable_offset()
         entry = AbortedTxn(producer_id, first, marker_offset, marker_offset + 1 if unstable is None else unstable)
         append_entry(seg.txn_index_path, entry)
-        self._aborted.insert(bisect_right(self._aborted, marker_offset, key=lambda e: e.last_offset), entry)
+        self._aborted.insert(at, entry)
 
     def aborted_transactions(self, fetch_offset: int, upper_offset: int) -> list[tuple[int, int]]:
         """(producerId, firstOffset) of the aborted transactions overlapping [fetch_offset, upper_offset).

@@ -142,3 +142,13 @@ def test_compaction_drops_aborted_records_and_stops_at_open_transactions(open_lo
     # The aborted record neither survives nor hides the committed one; the open transaction is not cleaned.
     assert values[b"k"] == [b"committed"]
     assert values[b"j"] == [b"before", b"open"]
+
+
+def test_replaying_markers_already_in_the_txnindex_adds_nothing(open_log):
+    plog = open_log()
+    plog.append(txn_batch(A, 0), now_ms=NOW)
+    plog.append_marker(A, 0, False, now_ms=NOW)
+    plog._close_files()  # killed: no snapshot, so the reopen replays the marker
+    again = open_log()
+    assert again.aborted_transactions(0, 10) == [(A, 0)]
+    assert read_entries(again.dir / "00000000000000000000.txnindex") == [(A, 0, 2, 3)]
