@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     steps = {"produce": bench.produce, "consume": lambda: [bench.consume(), bench.consume(procs=2)],
              "e2e": lambda: [bench.e2e()],
              "scaling": bench.scaling, "fetch": bench.fetch, "restart": bench.restart,
-             "kafka-python": bench.kafka_python}
+             "kafka-python": bench.kafka_python, "transactions": bench.transactions}
     failures = []
     for section in SECTIONS:
         if section in settings.sections:

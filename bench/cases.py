@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.admin import create_topic, wait_high_watermark
+from bench.admin import create_topic, high_watermarks, wait_high_watermark
 from bench.driver import LoadRun, run_load
 from bench.outcome import CaseOutcome, Metric
 from bench.procs import Broker, Kafka, Logway, Tansu, scratch_dir
@@ -297,3 +297,48 @@ class Bench:
         produce = CaseOutcome("kafka-python", f"produce {mb} MiB of 1 KiB, 8 partitions, acks=1 (kafka-python)",
                               {"client": "kafka-python", "messages": count}, THROUGHPUT)
         return [self.paired(produce, run_once), self.consume("kafka_python", mb, "kafka-python")]
+
+    # transactions --------------------------------------------------------------------------------------------
+
+    def transactions(self) -> list[CaseOutcome]:
+        """Idempotent vs transactional produce (1 KiB, 8 partitions, transactions of 1,000 records), then
+        read_uncommitted vs read_committed consume of the transactional backlog (Logway and Kafka: Tansu 0.6.0
+        serves no transactions)."""
+        kinds = tuple(k for k in self.kinds if k != "tansu")
+        count = self.s.produce_mb * MB // KIB
+        out = []
+        for label, mode, config in (("idempotent", "rdkafka.produce", {"enable.idempotence": True}),
+                                    ("transactional, 1,000 records per transaction", "rdkafka.txn_produce", {})):
+            def run_once(broker: Broker, _i: int, mode=mode, config=config) -> dict[str, float]:
+                topic = new_topic(broker, 8)
+                spec = {"mode": mode, "topic": topic, "count": count, "size": KIB, "acks": "all", "config": config,
+                        "round_robin": 8, "txn_records": 1000}
+                return throughput(run_load(broker, [spec], timeout=900))
+
+            name = f"produce 1 KiB, 8 partitions, acks=all, {label}"
+            out.append(self.paired(CaseOutcome("transactions", name, {"messages": count, "client": "librdkafka"},
+                                               THROUGHPUT), run_once, kinds=kinds))
+        backlogs: dict[str, tuple[str, list[int]]] = {}
+
+        def setup(broker: Broker) -> None:
+            topic = new_topic(broker, 8, "txn-backlog")
+            run = run_load(broker, [{"mode": "rdkafka.txn_produce", "topic": topic, "count": count, "size": KIB,
+                                     "acks": "all", "round_robin": 8, "txn_records": 1000}], timeout=900)
+            if run.total("errors"):
+                raise RuntimeError(f"transactional backlog on {broker.name}: {run.total('errors')} messages failed")
+            broker.settle()
+            backlogs[broker.name] = (topic, high_watermarks(broker.bootstrap, topic, 8))
+
+        for isolation in ("read_uncommitted", "read_committed"):
+            def run_once(broker: Broker, _i: int, isolation=isolation) -> dict[str, float]:
+                topic, ends = backlogs[broker.name]
+                spec = {"mode": "rdkafka.consume", "topic": topic, "assign": list(range(8)), "ends": ends,
+                        "count": count, "size": KIB, "isolation": isolation}
+                return throughput(run_load(broker, [spec], timeout=900))
+
+            name = f"consume a transactional backlog of {self.s.produce_mb} MiB, 8 partitions, {isolation}"
+            out.append(self.paired(CaseOutcome("transactions", name, {"backlog_mb": self.s.produce_mb,
+                                                                      "isolation": isolation}, THROUGHPUT),
+                                   run_once, setup, kinds=kinds))
+            backlogs.clear()
+        return out

@@ -34,6 +34,7 @@ def modes() -> dict[str, Callable[[dict], dict]]:
 
     return {
         "rdkafka.produce": rdkafka_load.produce,
+        "rdkafka.txn_produce": rdkafka_load.txn_produce,
         "rdkafka.consume": rdkafka_load.consume,
         "rdkafka.e2e_produce": rdkafka_load.e2e_produce,
         "rdkafka.e2e_consume": rdkafka_load.e2e_consume,

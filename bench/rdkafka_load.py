@@ -30,6 +30,7 @@ def _producer(spec: dict, errors: list[int]) -> Producer:
         "message.timeout.ms": int(spec.get("timeout", 300) * 1000),
         "delivery.report.only.error": True,
         "on_delivery": on_delivery,
+        **spec.get("config", {}),  # e.g. enable.idempotence, transactional.id
     })
     producer.list_topics(spec["topic"], timeout=30)  # connect and load metadata before the clock starts
     return producer
@@ -42,6 +43,8 @@ def _consumer(spec: dict) -> Consumer:
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "fetch.wait.max.ms": spec.get("fetch_wait_ms", 500),
+        # librdkafka's default is read_committed; the transactions section sets each level explicitly.
+        **({"isolation.level": spec["isolation"]} if "isolation" in spec else {}),
     })
     consumer.list_topics(spec["topic"], timeout=30)
     return consumer
@@ -91,7 +94,8 @@ def consume(spec: dict) -> dict:
     consumer = _consumer(spec)
     topic, ends = spec["topic"], spec["ends"]
     partitions = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in spec["assign"]]
-    count = sum(ends)
+    # A transactional backlog: `ends` are log end offsets (markers included), `count` the records to read.
+    count = spec.get("count", sum(ends))
     ready()
     start = time.monotonic()
     deadline = start + spec.get("timeout", 300)
@@ -103,8 +107,36 @@ def consume(spec: dict) -> dict:
             break
     end = time.monotonic()
     done = sum(min(max(tp.offset, 0), e) for tp, e in zip(consumer.position(partitions), ends, strict=True))
+    if "count" in spec:  # positions count the markers too: count the records read
+        done = min(got, count)
     consumer.close()
     return {"start": start, "end": end, "messages": done, "bytes": done * spec["size"], "errors": count - done}
+
+
+def txn_produce(spec: dict) -> dict:
+    """Send `count` messages of `size` bytes round-robin over the partitions in transactions of `txn_records`."""
+    errors = [0]
+    producer = _producer({**spec, "timeout": 60, "config": {"transactional.id": f"bench-{os.getpid()}"}}, errors)
+    producer.init_transactions(30)
+    topic, count, per_txn, spread = spec["topic"], spec["count"], spec["txn_records"], spec["round_robin"]
+    values = payloads(spec["size"])
+    nvalues = len(values)
+    ready()
+    start = time.monotonic()
+    deadline = start + spec.get("timeout", 300)
+    for first in range(0, count, per_txn):
+        producer.begin_transaction()
+        for i in range(first, min(count, first + per_txn)):
+            while True:
+                try:
+                    producer.produce(topic, values[i % nvalues], partition=i % spread)
+                    break
+                except BufferError:
+                    producer.poll(0.005)
+        producer.commit_transaction(max(1.0, deadline - time.monotonic()))
+    end = time.monotonic()
+    return {"start": start, "end": end, "messages": count - errors[0], "bytes": (count - errors[0]) * spec["size"],
+            "errors": errors[0]}
 
 
 def e2e_produce(spec: dict) -> dict:

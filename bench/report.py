@@ -18,6 +18,7 @@ SECTION_TITLES = {
     "fetch": "Fetch latency from an old offset vs log size (warm page cache)",
     "restart": "Restart time (Logway only)",
     "kafka-python": "kafka-python as the client",
+    "transactions": "Transactions: idempotent vs transactional produce, read_uncommitted vs read_committed consume",
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SECTIONS = ("produce", "consume", "e2e", "scaling", "fetch", "restart", "kafka-python")
+SECTIONS = ("produce", "consume", "e2e", "scaling", "fetch", "restart", "kafka-python", "transactions")
 MB = 1 << 20
 
 

@@ -3,5 +3,6 @@
 Sans-IO: state machines driven by calls and a ``now_ms`` clock. Entry points:
 ``group_coordinator.GroupCoordinator`` (requests answer through ``respond`` callbacks; ``tick`` runs timers),
 ``offsets_log.OffsetsLog`` (the persistence the gateway provides), ``results`` (request/response types),
-``producer_ids.ProducerIdManager``.
+``producer_ids.ProducerIdManager``; transactions: ``txn_coordinator.TransactionCoordinator`` (its states in
+``txn_metadata``, its ``__transaction_state`` records in ``txn_schema``).
 """

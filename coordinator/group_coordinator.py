@@ -21,7 +21,13 @@ from logway.coordinator.group import GroupMetadata, GroupState
 from logway.coordinator.group_store import group_record, group_tombstone, offset_record, offset_tombstone, replay
 from logway.coordinator.member import MemberMetadata
 from logway.coordinator.offsets_log import OffsetsLog
-from logway.coordinator.offsets_schema import OffsetCommitValue
+from logway.coordinator.offsets_schema import (
+    OffsetCommitKey,
+    OffsetCommitValue,
+    SchemaError,
+    decode_key,
+    decode_offset_commit_value,
+)
 from logway.coordinator.partitioning import partition_for_group
 from logway.coordinator.results import (
     CommitOffset,
@@ -93,6 +99,8 @@ class GroupCoordinator:
         self._timers = Timers()
         # Groups whose pending join is Kafka's InitialDelayedJoin (never completes early).
         self._initial_delay: set[str] = set()
+        # TxnOffsetCommit offsets waiting for their transaction's marker: producer id -> group -> offsets.
+        self._pending_txn: dict[int, dict[str, dict[TopicPartition, OffsetCommitValue]]] = {}
 
     # --- loading and timers ------------------------------------------------------------------
 
@@ -105,10 +113,14 @@ class GroupCoordinator:
         """The ``__consumer_offsets`` partition that stores ``group_id``."""
         return partition_for_group(group_id, self.num_partitions)
 
-    def load(self, partition: int, now_ms: int, records: Iterable[tuple[bytes, bytes | None]] | None = None) -> None:
+    def load(
+        self, partition: int, now_ms: int, records: Iterable[tuple[bytes, bytes | None]] | None = None,
+        pending_txn: Mapping[int, list[tuple[bytes, bytes | None]]] | None = None,
+    ) -> None:
         """Rebuild a partition's groups and offsets from its records (read from the log unless given) and serve it.
 
-        The gateway may read the records off the event loop and pass them in.
+        The gateway may read the records off the event loop and pass them in. ``pending_txn`` holds the
+        offset records of transactions with no marker yet, by producer id: they wait for it.
         """
         if partition in self._loaded:
             raise ValueError(f"__consumer_offsets partition {partition} is already loaded")
@@ -120,6 +132,15 @@ class GroupCoordinator:
             # Kafka's onGroupLoaded: members get a fresh session from the load time.
             for member in group.members.values():
                 self._schedule_heartbeat(group, member, now_ms)
+        for producer_id, pending in (pending_txn or {}).items():
+            for key, value in pending:
+                try:
+                    k = decode_key(key)
+                    if isinstance(k, OffsetCommitKey) and value is not None:
+                        self._pending_txn.setdefault(producer_id, {}).setdefault(k.group, {})[(k.topic, k.partition)] = (
+                            decode_offset_commit_value(value))
+                except SchemaError as exc:
+                    log.error("skipping an unreadable transactional offset record: %s", exc)
         self._loaded.add(partition)
 
     def load_all(self, now_ms: int) -> None:
@@ -873,17 +894,112 @@ class GroupCoordinator:
             )
         )
 
+    # --- transactional offsets (KIP-98, KIP-447) -------------------------------------------------
+
+    def txn_offset_commit(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: Sequence[CommitOffset],
+        *,
+        now_ms: int,
+        respond: Respond[OffsetCommitResult],
+    ) -> None:
+        """TxnOffsetCommit: the offsets are written in the producer's transaction and become the group's on COMMIT.
+
+        KIP-447: a member id / generation given by the producer (the consumer's group metadata) must be the
+        group's current ones (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID), as Kafka's
+        GroupCoordinator.handleTxnCommitOffsets checks them.
+        """
+
+        def fail(error: ErrorCode) -> None:
+            respond(OffsetCommitResult({(o.topic, o.partition): error for o in offsets}))
+
+        error = self._validate_txn_commit(group_id, generation_id, member_id, group_instance_id, now_ms)
+        if error is not None:
+            fail(error)
+            return
+        values = {
+            (o.topic, o.partition): OffsetCommitValue(o.offset, o.leader_epoch, o.metadata or "", now_ms, None)
+            for o in offsets if self._metadata_fits(o.metadata)
+        }
+        error = E.none
+        if values:
+            records = [offset_record(group_id, tp, v) for tp, v in values.items()]
+            error = self._append(self.partition_for(group_id), records, now_ms, E.invalid_commit_offset_size,
+                                 producer=(producer_id, producer_epoch))
+            if error == E.none:
+                self._pending_txn.setdefault(producer_id, {}).setdefault(group_id, {}).update(values)
+        respond(OffsetCommitResult({
+            (o.topic, o.partition): error if self._metadata_fits(o.metadata) else E.offset_metadata_too_large
+            for o in offsets
+        }))
+
+    def _validate_txn_commit(
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None, now_ms: int
+    ) -> ErrorCode | None:
+        """The group checks of a TxnOffsetCommit; a group unknown here is created for a commit without a member."""
+        error = self._validate_group_status(group_id)
+        if error is not None:
+            return error
+        group = self._groups.get(group_id)
+        if group is None:
+            if generation_id >= 0 or member_id:
+                return E.illegal_generation if generation_id >= 0 else E.unknown_member_id
+            group = self._groups[group_id] = GroupMetadata(group_id, now_ms)
+        if member_id and not group.has(member_id):
+            return E.unknown_member_id
+        if group_instance_id is not None and member_id and self._validate_current_member(group, member_id, group_instance_id):
+            return E.fenced_instance_id
+        if generation_id >= 0 and generation_id != group.generation_id:
+            return E.illegal_generation
+        return None
+
+    def complete_txn(
+        self, producer_id: int, producer_epoch: int, commit: bool, partitions: Iterable[int], now_ms: int
+    ) -> set[int]:
+        """Write the transaction's marker to these offsets partitions; on COMMIT its offsets become the groups'.
+
+        Returns the partitions whose marker could not be written (the transaction coordinator retries them).
+        """
+        failed = set()
+        pending = self._pending_txn.get(producer_id, {})
+        for partition in partitions:
+            try:
+                self._log.append_marker(partition, producer_id, producer_epoch, commit, now_ms)
+            except (KafkaError, OSError) as exc:
+                log.warning("transaction marker on __consumer_offsets-%d failed: %s", partition, exc)
+                failed.add(partition)
+                continue
+            for group_id in [g for g in pending if self.partition_for(g) == partition]:
+                offsets = pending.pop(group_id)
+                if commit:
+                    # A group that only stores offsets may exist only through this commit (e.g. after a restart).
+                    group = self._groups.get(group_id) or self._groups.setdefault(group_id, GroupMetadata(group_id, now_ms))
+                    group.offsets.update(offsets)
+        if not pending:
+            self._pending_txn.pop(producer_id, None)
+        return failed
+
     def offset_fetch(
         self,
         group_id: str,
         partitions: Sequence[TopicPartition] | None,
         *,
+        require_stable: bool = False,
         now_ms: int,
         respond: Respond[OffsetFetchResult],
     ) -> None:
         """OffsetFetch for one group: the given partitions, or every committed one when ``partitions`` is None.
 
         Offsets are returned whatever the group state (the group may not use Kafka's group management).
+        With ``require_stable`` (v7+, KIP-447) a partition with a transactional commit awaiting its marker gets
+        UNSTABLE_OFFSET_COMMIT and offset -1, so a read_committed consumer retries instead of starting from a
+        stale offset.
         """
         error = self._validate_group_status(group_id, allow_empty_id=True)
         if error is not None:
@@ -893,9 +1009,12 @@ class GroupCoordinator:
         committed = group.offsets if group is not None else {}
         wanted = sorted(committed) if partitions is None else partitions
         result = []
+        pending = {tp for groups in self._pending_txn.values() for tp in groups.get(group_id, ())} if require_stable else ()
         for topic, partition in wanted:
             value = committed.get((topic, partition))
-            if value is None:
+            if (topic, partition) in pending:
+                result.append(FetchedOffset(topic, partition, -1, -1, "", E.unstable_offset_commit))
+            elif value is None:
                 result.append(FetchedOffset(topic, partition, -1, -1, ""))
             else:
                 result.append(FetchedOffset(topic, partition, value.offset, value.leader_epoch, value.metadata))
@@ -1077,11 +1196,15 @@ class GroupCoordinator:
         )
 
     def _append(
-        self, partition: int, records: list[tuple[bytes, bytes | None]], now_ms: int, too_large: ErrorCode
+        self, partition: int, records: list[tuple[bytes, bytes | None]], now_ms: int, too_large: ErrorCode,
+        producer: tuple[int, int] | None = None,
     ) -> ErrorCode:
         """Append and map a storage failure to the coordinator error Kafka's GroupMetadataManager answers."""
         try:
-            self._log.append(partition, records, now_ms)
+            if producer is None:
+                self._log.append(partition, records, now_ms)
+            else:
+                self._log.append(partition, records, now_ms, producer=producer)
         except KafkaError as e:
             log.warning("append to __consumer_offsets-%d failed: %s", partition, e)
             return _map_append_error(e.error_code, too_large)

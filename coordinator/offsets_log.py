@@ -16,8 +16,19 @@ class OffsetsLog(Protocol):
     into the error code Kafka's GroupMetadataManager would answer.
     """
 
-    def append(self, partition: int, records: list[tuple[bytes, bytes | None]], now_ms: int) -> None:
-        """Append (key, value) records to one partition; value None is a tombstone."""
+    def append(
+        self, partition: int, records: list[tuple[bytes, bytes | None]], now_ms: int,
+        producer: tuple[int, int] | None = None,
+    ) -> None:
+        """Append (key, value) records to one partition; value None is a tombstone.
+
+        With ``producer`` (producer id, epoch) the batch is transactional (TxnOffsetCommit): its records count
+        only once a COMMIT marker follows.
+        """
+        ...
+
+    def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool, now_ms: int) -> None:
+        """Append a transaction's COMMIT or ABORT marker."""
         ...
 
     def read(self, partition: int) -> Iterable[tuple[bytes, bytes | None]]:

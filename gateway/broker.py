@@ -25,6 +25,7 @@ from logway.gateway.groups import GroupService
 from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.security.authorizer import ACL_FILE, Authorizer
 from logway.gateway.security.credentials import CredentialStore
+from logway.gateway.transactions import TransactionService
 from logway.storage.checkpoints import write_atomically
 from logway.storage.cleaner import CleanerConfig
 from logway.storage.config import LogConfig
@@ -85,6 +86,7 @@ class Broker:
         self.producer_ids = ProducerIdManager(Path(self.config.log_dirs[0]) / "producer-id-block")
         self.groups = GroupService(self)
         self.groups.open()
+        self.transactions = TransactionService(self)
         log.info(
             "broker %d of cluster %s: %d topics in %s",
             self.node_id, self.cluster_id, len(self.logs.topics), ", ".join(self.config.log_dirs),
@@ -143,6 +145,7 @@ class Broker:
             if self.logs.cleaner_config.enable:
                 nursery.start_soon(self._cleaner_loop)
             await nursery.start(self.groups.run)
+            await nursery.start(self.transactions.run)
             task_status.started()
 
     async def _retention_loop(self) -> None:

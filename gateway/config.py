@@ -49,6 +49,12 @@ BROKER_DEFAULTS: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "3000",
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",
+    # Transactions (gateway/transactions.py), Kafka's names and defaults.
+    "transaction.state.log.num.partitions": "50",
+    "transaction.max.timeout.ms": "900000",
+    "transactional.id.expiration.ms": "604800000",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "10000",
+    "transaction.remove.expired.transaction.cleanup.interval.ms": "3600000",
     "log.retention.check.interval.ms": "300000",
     "log.flush.scheduler.interval.ms": "9223372036854775807",
     "connections.max.idle.ms": "600000",

@@ -35,7 +35,7 @@ NOT_APPLICABLE: frozenset[str] = frozenset({
     "socket.listen.backlog.size", "queued.max.requests",
     # Replication and internal-topic replication: one broker, one replica.
     "offsets.topic.replication.factor", "transaction.state.log.replication.factor",
-    "transaction.state.log.min.isr", "transaction.state.log.num.partitions",
+    "transaction.state.log.min.isr",
     "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
     "replica.lag.time.max.ms", "replica.fetch.max.bytes", "replica.fetch.wait.max.ms",
     "replica.socket.timeout.ms", "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
@@ -43,7 +43,7 @@ NOT_APPLICABLE: frozenset[str] = frozenset({
     # Metrics reporters, quotas and other features Logway does not implement.
     "metric.reporters", "metrics.num.samples", "metrics.sample.window.ms", "group.coordinator.rebalance.protocols",
     "group.consumer.heartbeat.interval.ms", "group.consumer.session.timeout.ms", "share.coordinator.enable",
-    "transactional.id.expiration.ms", "producer.id.expiration.ms", "log.message.format.version",
+    "producer.id.expiration.ms", "log.message.format.version",
     "inter.broker.protocol.version", "unstable.api.versions.enable", "log.cleaner.io.max.bytes.per.second",
     "log.cleaner.io.buffer.size", "log.cleaner.backoff.ms.max",
 })

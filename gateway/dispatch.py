@@ -14,6 +14,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from logway.gateway.apis import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
     alter_user_scram_credentials,
@@ -30,9 +32,12 @@ from logway.gateway.apis import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_topic_partitions,
+    describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -43,6 +48,7 @@ from logway.gateway.apis import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -52,6 +58,7 @@ from logway.gateway.apis import (
     sasl_authenticate,
     sasl_handshake,
     sync_group,
+    txn_offset_commit,
 )
 from logway.gateway.security.authorizer import (
     ANONYMOUS,
@@ -117,6 +124,13 @@ API_MODULES: tuple[ModuleType, ...] = (
     elect_leaders,
     list_partition_reassignments,
     alter_partition_reassignments,
+    add_partitions_to_txn,
+    add_offsets_to_txn,
+    end_txn,
+    txn_offset_commit,
+    describe_producers,
+    describe_transactions,
+    list_transactions,
 )
 REGISTRY: dict[int, ModuleType] = {m.API_KEY: m for m in API_MODULES}
 

@@ -16,9 +16,17 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from logway.coordinator.group_coordinator import GroupCoordinator
-from logway.wire.batch import BATCH_HEADER_SIZE, BatchHeader, CorruptBatch, parse_header
+from logway.wire.batch import (
+    BASE_SEQUENCE_POS,
+    BATCH_HEADER_SIZE,
+    CRC_POS,
+    BatchHeader,
+    CorruptBatch,
+    compute_crc,
+    parse_header,
+)
 from logway.wire.errors import KafkaError
-from logway.wire.records import DecodedBatch, build_batch, decode_batch
+from logway.wire.records import ControlType, DecodedBatch, build_batch, control_type, decode_batch
 
 if TYPE_CHECKING:
     from logway.gateway.broker import Broker
@@ -43,15 +51,31 @@ class ConsumerOffsetsLog:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.unflushed: set[PartitionLog] = set()
+        # Transactional offset records with no marker yet when a partition was read: partition -> pid -> records.
+        self.pending_txn: dict[int, dict[int, list[tuple[bytes, bytes | None]]]] = {}
 
     def ensure_topic(self, partitions: int) -> None:
         if OFFSETS_TOPIC not in self.broker.logs.topics:
             self.broker.logs.create_topic(OFFSETS_TOPIC, partitions, dict(OFFSETS_TOPIC_CONFIG))
 
-    def append(self, partition: int, records: list[tuple[bytes, bytes | None]], now_ms: int) -> None:
-        batch = bytearray(build_batch([(k, v, ()) for k, v in records], base_timestamp=now_ms))
+    def append(
+        self, partition: int, records: list[tuple[bytes, bytes | None]], now_ms: int,
+        producer: tuple[int, int] | None = None,
+    ) -> None:
+        if producer is None:
+            batch = build_batch([(k, v, ()) for k, v in records], base_timestamp=now_ms)
+        else:
+            # A transactional batch, as Kafka's TxnOffsetCommit writes it (no sequence: the coordinator's own write).
+            batch = _without_sequence(build_batch(
+                [(k, v, ()) for k, v in records], base_timestamp=now_ms, producer_id=producer[0],
+                producer_epoch=producer[1], base_sequence=0, is_transactional=True))
         plog = self.broker.partition(OFFSETS_TOPIC, partition)
-        if plog.append(batch, now_ms=now_ms).flush_needed:
+        if plog.append(bytearray(batch), now_ms=now_ms, coordinator=True).flush_needed:
+            self.unflushed.add(plog)
+
+    def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool, now_ms: int) -> None:
+        plog = self.broker.partition(OFFSETS_TOPIC, partition)
+        if plog.append_marker(producer_id, producer_epoch, commit, now_ms=now_ms).flush_needed:
             self.unflushed.add(plog)
 
     async def flush_pending(self) -> None:
@@ -66,7 +90,20 @@ class ConsumerOffsetsLog:
         later restart. Damage the batch chain itself cannot be walked past raises CorruptRecord.
         """
         plog = self.broker.partition(OFFSETS_TOPIC, partition)
+        pending = self.pending_txn[partition] = {}
+        yield from self.read_log(plog, pending)
+        if not pending:
+            del self.pending_txn[partition]
+
+    def read_log(
+        self, plog: PartitionLog, pending: dict[int, list[tuple[bytes, bytes | None]]] | None = None,
+    ) -> Iterator[tuple[bytes, bytes | None]]:
+        """The keyed records of a compacted coordinator log; transactional ones wait in ``pending`` for their marker."""
+        partition = plog.partition
         offset, end = plog.log_start_offset, plog.log_end_offset
+        if pending is None:
+            pending = {}
+        # Transactional offsets (TxnOffsetCommit) count at their COMMIT marker and not at all after an ABORT.
         while offset < end:
             data = plog.read_bytes(offset, _READ_CHUNK)
             if not data:
@@ -74,12 +111,26 @@ class ConsumerOffsetsLog:
             for header, batch in _whole_batches(data):
                 if batch is None:
                     log.error("Skipping damaged batch at offsets %d-%d of %s-%d (record batch CRC-32C mismatch)",
-                              header.base_offset, header.last_offset, OFFSETS_TOPIC, partition)
+                              header.base_offset, header.last_offset, plog.topic, partition)
+                elif header.is_control:
+                    committed = pending.pop(header.producer_id, [])
+                    if batch.records and control_type(batch.records[0]) == ControlType.COMMIT:
+                        yield from committed
                 else:
-                    for record in batch.records:
-                        if record.offset >= offset and record.key is not None:
-                            yield record.key, record.value
+                    records = [(r.key, r.value) for r in batch.records if r.offset >= offset and r.key is not None]
+                    if header.is_transactional:
+                        pending.setdefault(header.producer_id, []).extend(records)
+                    else:
+                        yield from records
                 offset = max(offset, header.last_offset + 1)
+
+
+def _without_sequence(batch: bytes) -> bytearray:
+    """The batch with baseSequence -1 (RecordBatch.NO_SEQUENCE), re-signed: what Kafka's coordinators write."""
+    out = bytearray(batch)
+    out[BASE_SEQUENCE_POS : BASE_SEQUENCE_POS + 4] = b"\xff\xff\xff\xff"
+    out[CRC_POS : CRC_POS + 4] = compute_crc(out, 0, len(out)).to_bytes(4, "big")
+    return out
 
 
 def _whole_batches(data: bytes) -> Iterator[tuple[BatchHeader, DecodedBatch | None]]:
@@ -154,7 +205,7 @@ class GroupService:
         coordinator = self.coordinator
         for partition in sorted(coordinator.loading):
             records = await trio.to_thread.run_sync(self._read_offsets_partition, partition)
-            coordinator.load(partition, _now_ms(), records)
+            coordinator.load(partition, _now_ms(), records, self.offsets_log.pending_txn.pop(partition, None))
             self._wakeup.set()
         log.info("loaded %d groups' offsets partitions in %.2f s", coordinator.num_partitions, time.monotonic() - started)
 

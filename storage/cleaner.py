@@ -197,13 +197,20 @@ def cleanable_range(
     checkpoint: int | None,
     config: LogConfig,
     now_ms: int,
+    first_unstable_offset: int | None = None,
 ) -> CleanableRange:
-    """Kafka's LogCleanerManager.cleanableOffsets + LogToClean over a snapshot of the segment tuple."""
+    """Kafka's LogCleanerManager.cleanableOffsets + LogToClean over a snapshot of the segment tuple.
+
+    Nothing at or past ``first_unstable_offset`` (the first offset of an open transaction) is cleaned, as Kafka
+    stops at log.firstUnstableOffset: whether those records count is not decided yet.
+    """
     # A checkpoint outside the log (truncation, retention) is reset to the log start, as Kafka does.
     first_dirty = checkpoint if checkpoint is not None and log_start_offset <= checkpoint <= log_end_offset else log_start_offset
     active = segments[-1]
     dirty = _segments_between(segments[:-1], first_dirty, active.base_offset)
     first_uncleanable = active.base_offset
+    if first_unstable_offset is not None:
+        first_uncleanable = min(first_uncleanable, first_unstable_offset)
     if config.min_compaction_lag_ms > 0:
         for seg in dirty:
             if seg.max_timestamp > now_ms - config.min_compaction_lag_ms:
@@ -231,20 +238,24 @@ def clean_log(
     cleaner: CleanerConfig,
     last_data_offsets: Mapping[int, int],
     now_ms: int,
+    aborted: Mapping[int, Sequence[tuple[int, int]]] | None = None,
 ) -> CompactionResult:
     """Build the offset map over the cleanable dirty range and write one ``.cleaned`` segment per group.
 
     ``segments`` is a snapshot of the live tuple (the last one is active and never read);
     ``last_data_offsets`` maps each active producer id to the last offset of its last data
-    batch. On error every ``.cleaned`` file written so far is removed before re-raising.
+    batch; ``aborted`` maps producer ids to the (first, last) offsets of their aborted transactions, whose
+    records neither shadow older records of their keys nor survive cleaning (Kafka's cleaner discards them;
+    the markers stay). On error every ``.cleaned`` file written so far is removed before re-raising.
     """
+    aborted = aborted or {}
     started = time.monotonic()
     stats = CompactionStats(first_dirty_offset=cleanable.first_dirty_offset)
     result = CompactionResult(stats)
     omap = OffsetMap(cleaner.map_memory_per_thread, cleaner.io_buffer_load_factor)
     dirty = _segments_between(segments[:-1], cleanable.first_dirty_offset, cleanable.first_uncleanable_offset)
     progress = Progress(log, f"compacting {directory.name}: %s, %d records read so far")
-    _build_offset_map(dirty, cleanable.first_dirty_offset, omap, stats, progress)
+    _build_offset_map(dirty, cleanable.first_dirty_offset, omap, stats, progress, aborted)
     stats.end_offset = omap.latest_offset + 1 if omap.latest_offset >= 0 else cleanable.first_dirty_offset
     if omap.latest_offset < 0:
         stats.duration_ms = (time.monotonic() - started) * 1000
@@ -252,7 +263,8 @@ def clean_log(
     to_clean = [s for s in segments[:-1] if s.base_offset < stats.end_offset]
     try:
         for group in group_segments(to_clean, config.segment_bytes, config.segment_index_bytes, cleanable.first_uncleanable_offset):
-            cleaned = _clean_group(directory, group, omap, config, last_data_offsets, now_ms, stats, progress)
+            cleaned = _clean_group(directory, group, omap, config, last_data_offsets, now_ms, stats, progress,
+                                   aborted)
             result.groups.append(CleanedGroup(tuple(group), cleaned))
     except BaseException:
         discard(result)
@@ -326,8 +338,16 @@ def iter_batches(seg: LogSegment, position: int = 0) -> Iterator[tuple[BatchHead
         position += offset
 
 
+def _is_aborted(header: BatchHeader, aborted: Mapping[int, Sequence[tuple[int, int]]]) -> bool:
+    """Whether a transactional data batch belongs to an aborted transaction of its producer."""
+    if not header.is_transactional or header.is_control:
+        return False
+    return any(first <= header.base_offset <= last for first, last in aborted.get(header.producer_id, ()))
+
+
 def _build_offset_map(
-    dirty: Sequence[LogSegment], start: int, omap: OffsetMap, stats: CompactionStats, progress: Progress
+    dirty: Sequence[LogSegment], start: int, omap: OffsetMap, stats: CompactionStats, progress: Progress,
+    aborted: Mapping[int, Sequence[tuple[int, int]]] | None = None,
 ) -> None:
     """Kafka's buildOffsetMap: key -> latest offset from ``start`` on, whole batches, until the map is full."""
     for seg in dirty:
@@ -335,7 +355,7 @@ def _build_offset_map(
             progress.update("building the offset map", stats.map_records_read)
             if header.last_offset < start:
                 continue
-            if not header.is_control and header.records_count:
+            if not header.is_control and header.records_count and not (aborted and _is_aborted(header, aborted)):
                 records = decode_batch(raw).records
                 stats.map_records_read += len(records)
                 for record in records:
@@ -355,6 +375,7 @@ def _clean_group(
     now_ms: int,
     stats: CompactionStats,
     progress: Progress,
+    aborted: Mapping[int, Sequence[tuple[int, int]]] | None = None,
 ) -> LogSegment:
     """Copy the retained batches of ``group`` into ``<first base>.log.cleaned`` and fsync it (Kafka's cleanSegments)."""
     cleaned = LogSegment(directory, group[0].base_offset, config, created_ms=now_ms, suffix=CLEANED_SUFFIX)
@@ -367,7 +388,8 @@ def _clean_group(
             stats.bytes_before += seg.size
             for header, raw in iter_batches(seg):
                 progress.update("writing cleaned segments", stats.map_records_read + stats.records_read)
-                out = _filter_batch(header, raw, omap, config, last_data_offsets, now_ms, stats)
+                out = _filter_batch(header, raw, omap, config, last_data_offsets, now_ms, stats,
+                                    bool(aborted) and _is_aborted(header, aborted))
                 if out is None:
                     continue
                 max_ts = header.max_timestamp if out is raw else parse_header(out).max_timestamp
@@ -398,11 +420,12 @@ def _filter_batch(
     last_data_offsets: Mapping[int, int],
     now_ms: int,
     stats: CompactionStats,
+    aborted: bool = False,
 ) -> bytes | memoryview | None:
     """The batch as it survives cleaning: ``raw`` untouched, rebuilt bytes, an empty batch, or None (dropped)."""
     if header.is_control:
-        # Transaction markers stay: Kafka removes one only after its transaction's records are gone
-        # and its delete horizon passed, which needs the transaction index this broker does not keep.
+        # Transaction markers stay (Kafka removes one only once its transaction's records are gone and its
+        # delete horizon passed; not done here).
         return raw
     records = decode_batch(raw).records  # CRC checked: cleaning must not re-sign a corrupted batch
     horizon = header.base_timestamp if header.attributes & DELETE_HORIZON_MASK else None
@@ -411,7 +434,9 @@ def _filter_batch(
     has_tombstone = False
     latest = omap.latest_offset
     for record in records:
-        if record.offset > latest:
+        if aborted:
+            keep = False  # an aborted transaction's records go (Kafka's cleaner discards the whole batch)
+        elif record.offset > latest:
             keep = True
         elif record.key is None:
             stats.keyless_records_removed += 1

@@ -34,18 +34,25 @@ class ValidBatch:
     records: RecordsSummary
 
 
-def validate_batches(view: memoryview, config: LogConfig, now_ms: int, topic_partition: str) -> list[ValidBatch]:
-    """Check every batch in ``view``; raise the Kafka error of the first one that fails."""
+def validate_batches(
+    view: memoryview, config: LogConfig, now_ms: int, topic_partition: str, *, coordinator: bool = False
+) -> list[ValidBatch]:
+    """Check every batch in ``view``; raise the Kafka error of the first one that fails.
+
+    ``coordinator``: a coordinator's own transactional write, which carries a producer id without sequences.
+    """
     batches = []
     pos = 0
     while pos < len(view):
-        batch = _validate_one(view, pos, config, now_ms, topic_partition)
+        batch = _validate_one(view, pos, config, now_ms, topic_partition, coordinator)
         batches.append(batch)
         pos += batch.header.size
     return batches
 
 
-def _validate_one(view: memoryview, pos: int, config: LogConfig, now_ms: int, topic_partition: str) -> ValidBatch:
+def _validate_one(
+    view: memoryview, pos: int, config: LogConfig, now_ms: int, topic_partition: str, coordinator: bool = False
+) -> ValidBatch:
     try:
         header = validate_batch(view, pos, check_crc=False)
     except CorruptBatch as e:
@@ -63,7 +70,7 @@ def _validate_one(view: memoryview, pos: int, config: LogConfig, now_ms: int, to
                             f"{header.records_count} in topic partition {topic_partition}")
     if header.is_control:
         raise InvalidRecord(f"Clients are not allowed to write control records in topic partition {topic_partition}")
-    if header.producer_id != NO_PRODUCER_ID and header.base_sequence < 0:
+    if header.producer_id != NO_PRODUCER_ID and header.base_sequence < 0 and not coordinator:
         raise InvalidRecord(f"Invalid sequence number {header.base_sequence} in record batch with producerId "
                             f"{header.producer_id} in topic partition {topic_partition}")
     try:

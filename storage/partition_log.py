@@ -25,7 +25,7 @@ import logging
 import os
 import shutil
 import time
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +42,7 @@ from logway.storage.cleaner import (
 from logway.storage.config import LogConfig
 from logway.storage.errors import (
     CorruptRecord,
+    InvalidProducerEpoch,
     InvalidRecord,
     KafkaStorageError,
     OffsetOutOfRange,
@@ -61,6 +62,7 @@ from logway.storage.segment import (
     UndoFailed,
     segment_name,
 )
+from logway.storage.txn_index import AbortedTxn, append_entry, read_entries, write_entries
 from logway.wire.batch import (
     NO_PRODUCER_ID,
     CorruptBatch,
@@ -70,6 +72,7 @@ from logway.wire.batch import (
     patch_max_timestamp,
 )
 from logway.wire.compression import codec_for_compression_type
+from logway.wire.records import ControlType, build_end_txn_marker, control_type, decode_batch
 
 NO_TIMESTAMP = -1
 
@@ -175,6 +178,7 @@ class PartitionLog:
         self._truncations = 0
         self._segments: tuple[LogSegment, ...] = ()
         self._bases: tuple[int, ...] = ()
+        self._aborted: list[AbortedTxn] = []  # every segment's txnindex entries, by last offset (the ABORT marker)
         self.recovery_loss = RecoveryLoss()  # what loading had to remove
         self.recovered_bytes = 0  # bytes of the segments loading had to scan (recover) batch by batch
         self.counters = PartitionCounters()
@@ -196,6 +200,12 @@ class PartitionLog:
     def high_watermark(self) -> int:
         """Single replica: everything appended is committed."""
         return self._log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the earliest ongoing transaction, else the high watermark (Kafka's LSO)."""
+        first = self._producers.first_unstable_offset()
+        return self._log_end_offset if first is None else min(first, self._log_end_offset)
 
     @property
     def recovery_point(self) -> int:
@@ -230,6 +240,7 @@ class PartitionLog:
         self._log_start_offset = min(max(log_start_offset, segments[0].base_offset), self._log_end_offset)
         self._recovery_point = self._log_end_offset if clean_shutdown else min(recovery_point, self._log_end_offset)
         self._last_flush_ms = now
+        self._load_aborted()
         self._rebuild_producer_state()
         for seg in self._segments:
             if seg.end_offset > self._recovery_point:
@@ -328,8 +339,23 @@ class PartitionLog:
             seg.close()
         bases.append(base)
 
+    def _load_aborted(self) -> None:
+        """Read the segments' txnindex files, dropping entries past the log end (a truncated tail)."""
+        aborted = []
+        for seg in self._segments:
+            entries = read_entries(seg.txn_index_path)
+            kept = [e for e in entries if e.last_offset < self._log_end_offset]
+            if len(kept) != len(entries):
+                write_entries(seg.txn_index_path, kept)
+            aborted.extend(kept)
+        self._aborted = sorted(aborted, key=lambda e: e.last_offset)
+
     def _rebuild_producer_state(self) -> None:
-        """Newest snapshot at or below the log end, then the batch headers after it (no record is read)."""
+        """Newest snapshot at or below the log end, then the batch headers after it (only markers are read).
+
+        Transactions are replayed too: a transactional batch opens its producer's transaction, a marker
+        closes it, and an ABORT marker missing from the txnindex (a crash before it was written) is added.
+        """
         start = self._producers.load_snapshot(self._log_end_offset)
         if start is None:
             start = self._log_start_offset
@@ -337,17 +363,21 @@ class PartitionLog:
             if seg.end_offset <= start:
                 continue
             try:
-                for _, header in seg.iter_headers(seg.offset_index.lookup(start)):
+                for pos, header in seg.iter_headers(seg.offset_index.lookup(start)):
                     if header.base_offset < start or header.producer_id == NO_PRODUCER_ID:
                         continue
-                    if header.base_sequence >= 0:
-                        meta = BatchMetadata(
-                            header.base_sequence, header.last_sequence, header.base_offset, header.last_offset,
-                            header.max_timestamp,
-                        )
-                        self._producers.update(header.producer_id, header.producer_epoch, meta)
-                    elif header.is_control:
-                        self._producers.update(header.producer_id, header.producer_epoch, None)
+                    if header.is_control:
+                        commit = _is_commit_marker(seg.read_batch(pos, header.size))
+                        self._end_transaction(seg, header.producer_id, header.producer_epoch, commit,
+                                              header.base_offset, replay=True)
+                        continue
+                    meta = None if header.base_sequence < 0 else BatchMetadata(
+                        header.base_sequence, header.last_sequence, header.base_offset, header.last_offset,
+                        header.max_timestamp,
+                    )
+                    self._producers.update(header.producer_id, header.producer_epoch, meta)
+                    if header.is_transactional:
+                        self._producers.begin_transaction(header.producer_id, header.base_offset)
             except CorruptRecord as e:
                 # A trusted (flushed or cleanly shut down) segment with a damaged batch: the partition still
                 # loads, reads of that batch answer CORRUPT_MESSAGE, and the producer state stops before it.
@@ -359,19 +389,22 @@ class PartitionLog:
 
     # -- appending -----------------------------------------------------------------------------------
 
-    def append(self, buf: bytearray | memoryview, *, now_ms: int, leader_epoch: int = 0) -> AppendResult:
+    def append(
+        self, buf: bytearray | memoryview, *, now_ms: int, leader_epoch: int = 0, coordinator: bool = False
+    ) -> AppendResult:
         """Validate, convert, deduplicate, assign offsets in place and write the batches a producer sent.
 
         All or nothing: one batch failing validation (storage.log_validator: Kafka's LogValidator,
         every record read) rejects the append, and an I/O error while writing leaves the files as
         they were (KAFKA_STORAGE_ERROR). A duplicate (an idempotent retry) writes nothing and
-        returns the original offsets.
+        returns the original offsets. ``coordinator``: a group coordinator's own write (Kafka's
+        AppendOrigin.COORDINATOR): a transactional batch without sequence numbers, not checked against them.
         """
         view = self._append_buffer(buf)
         topic_partition = f"{self.topic}-{self.partition}"
-        batches = validate_batches(view, self.config, now_ms, topic_partition)
+        batches = validate_batches(view, self.config, now_ms, topic_partition, coordinator=coordinator)
         view, batches = self._convert(view, batches, topic_partition)
-        duplicate = self._find_duplicate(batches)
+        duplicate = None if coordinator else self._find_duplicate(batches)
         if duplicate is not None:
             return duplicate
         first_offset = self._log_end_offset
@@ -493,11 +526,63 @@ class PartitionLog:
         for batch, (_, _, batch_last, batch_max_ts) in zip(batches, entries, strict=True):
             header = batch.header
             if header.producer_id != NO_PRODUCER_ID:
-                meta = BatchMetadata(
-                    header.base_sequence, header.last_sequence, batch_last - header.last_offset_delta, batch_last,
-                    batch_max_ts,
-                )
+                first = batch_last - header.last_offset_delta
+                meta = None if header.base_sequence < 0 else BatchMetadata(
+                    header.base_sequence, header.last_sequence, first, batch_last, batch_max_ts)
                 self._producers.update(header.producer_id, header.producer_epoch, meta)
+                if header.is_transactional:
+                    self._producers.begin_transaction(header.producer_id, first)
+
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, *, coordinator_epoch: int = 0, now_ms: int
+    ) -> AppendResult:
+        """Append a COMMIT or ABORT control batch for a producer (the transaction coordinator's WriteTxnMarkers).
+
+        It ends the producer's transaction here: the last stable offset moves on, and an ABORT goes into
+        the txnindex. A marker with an epoch older than the producer's is refused (InvalidProducerEpoch),
+        as Kafka's ProducerAppendInfo.appendEndTxnMarker does.
+        """
+        entry = self._producers.producers.get(producer_id)
+        if entry is not None and producer_epoch < entry.epoch:
+            raise InvalidProducerEpoch(
+                f"Epoch of producer {producer_id} is {producer_epoch}, which is smaller than the last seen epoch {entry.epoch}"
+            )
+        view = self._append_buffer(bytearray(build_end_txn_marker(
+            ControlType.COMMIT if commit else ControlType.ABORT, producer_id=producer_id,
+            producer_epoch=producer_epoch, coordinator_epoch=coordinator_epoch, timestamp=now_ms,
+            base_offset=self._log_end_offset, partition_leader_epoch=0,
+        )))
+        offset = self._log_end_offset
+        self._write(view, [(0, len(view), offset, now_ms)], now_ms)
+        self._end_transaction(self._segments[-1], producer_id, producer_epoch, commit, offset, replay=False)
+        return AppendResult(
+            offset, offset, now_ms if self.config.log_append_time else NO_TIMESTAMP, self._log_start_offset,
+            flush_needed=self._log_end_offset - self._recovery_point >= self.config.flush_messages,
+        )
+
+    def _end_transaction(
+        self, seg: LogSegment, producer_id: int, epoch: int, commit: bool, marker_offset: int, *, replay: bool
+    ) -> None:
+        """Close the producer's transaction; an aborted one becomes a txnindex entry of the marker's segment."""
+        first = self._producers.end_transaction(producer_id, epoch)
+        if commit or first < 0:
+            return
+        at = bisect_left(self._aborted, marker_offset, key=lambda e: e.last_offset)
+        if replay and at < len(self._aborted) and self._aborted[at].last_offset == marker_offset:
+            return  # already in the txnindex read at load
+        unstable = self._producers.first_unstable_offset()
+        entry = AbortedTxn(producer_id, first, marker_offset, marker_offset + 1 if unstable is None else unstable)
+        append_entry(seg.txn_index_path, entry)
+        self._aborted.insert(at, entry)
+
+    def aborted_transactions(self, fetch_offset: int, upper_offset: int) -> list[tuple[int, int]]:
+        """(producerId, firstOffset) of the aborted transactions overlapping [fetch_offset, upper_offset).
+
+        Kafka's collectAbortedTransactions: lastOffset >= fetchOffset and firstOffset < upperBoundOffset.
+        """
+        aborted = self._aborted
+        start = bisect_left(aborted, fetch_offset, key=lambda e: e.last_offset)
+        return [(e.producer_id, e.first_offset) for e in aborted[start:] if e.first_offset < upper_offset]
 
     def _take_offline(self, error: OSError) -> None:
         """An I/O error that could not be undone (Kafka's LogDirFailureChannel): no more appends until a restart."""
@@ -539,11 +624,12 @@ class PartitionLog:
 
     # -- reading -------------------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> ReadResult:
+    def read(self, offset: int, max_bytes: int, *, min_one: bool = True, max_offset: int | None = None) -> ReadResult:
         """Whole batches from the one containing ``offset``, at most ``max_bytes`` (at least one if ``min_one``).
 
         The slice lies in one segment; a read that reaches a segment's end stops there and the
         client fetches again from the next offset. ``offset == log_end_offset`` reads nothing.
+        ``max_offset`` (the last stable offset, for READ_COMMITTED) is a batch boundary the slice stops at.
         """
         segments, bases = self._segments, self._bases
         end_offset, start_offset = self._log_end_offset, self._log_start_offset
@@ -552,13 +638,25 @@ class PartitionLog:
                 f"Offset {offset} is out of range for partition {self.topic}-{self.partition}: "
                 f"log start offset {start_offset}, log end offset {end_offset}"
             )
-        if offset < end_offset:
+        limit = end_offset if max_offset is None else min(max_offset, end_offset)
+        if offset < limit:
             for seg in segments[max(0, bisect_right(bases, offset) - 1) :]:
                 found = seg.read(offset, max_bytes, min_one)
                 if found is not None:
-                    return ReadResult(seg.fd, found[0], found[1], end_offset, start_offset)
+                    position, size = found
+                    if limit < seg.end_offset:
+                        size = self._cut_at(seg, limit, position, size)
+                    return ReadResult(seg.fd, position, size, end_offset, start_offset)
         active = segments[-1]
         return ReadResult(active.fd, active.size, 0, end_offset, start_offset)
+
+    @staticmethod
+    def _cut_at(seg: LogSegment, limit: int, position: int, size: int) -> int:
+        """``size`` cut so the slice ends before the batch holding offset ``limit`` (a batch boundary)."""
+        found = seg.find_batch(limit)
+        if found is None:
+            return size
+        return max(0, min(size, found[0] - position))
 
     def read_bytes(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
         """The bytes `read` would send (os.pread of the same slice)."""
@@ -671,6 +769,11 @@ class PartitionLog:
         if self._cleaner_offset is not None and self._cleaner_offset > self._log_end_offset:
             self._cleaner_offset = self._log_end_offset  # Kafka's maybeTruncateCheckpoint
         self._producers.delete_snapshots(above=self._log_end_offset)
+        kept = [e for e in self._aborted if e.last_offset < self._log_end_offset]
+        if len(kept) != len(self._aborted):
+            last = self._segments[-1]
+            write_entries(last.txn_index_path, [e for e in kept if e.last_offset >= last.base_offset])
+            self._aborted = kept
         self._rebuild_producer_state()
 
     # -- retention and deletion ---------------------------------------------------------------------
@@ -725,6 +828,8 @@ class PartitionLog:
             # Kafka logs each deleted segment and "Incremented log start offset to ..."; one line per run here.
             log.info("%s-%d: deleted %d segments (%d bytes) past %s; log start offset %d", self.topic, self.partition,
                      len(doomed), removed, " and ".join(reasons), self._log_start_offset)
+            # Aborted transactions whose marker went with the deleted segments concern no readable offset.
+            self._aborted = [e for e in self._aborted if e.last_offset >= segments[0].base_offset]
         return len(doomed)
 
     def delete_records_before(self, offset: int) -> int:
@@ -780,7 +885,8 @@ class PartitionLog:
     def cleanable_range(self, now_ms: int) -> CleanableRange:
         """Dirty section, cleanable bytes and ratio as Kafka's LogCleanerManager computes them (loop thread)."""
         return cleanable_range(
-            self._segments, self._log_start_offset, self._log_end_offset, self._cleaner_offset, self.config, now_ms
+            self._segments, self._log_start_offset, self._log_end_offset, self._cleaner_offset, self.config, now_ms,
+            self._producers.first_unstable_offset(),
         )
 
     def compact(self, now_ms: int) -> CompactionStats:
@@ -798,9 +904,14 @@ class PartitionLog:
         try:
             segments = self._segments
             log_start, log_end = self._log_start_offset, self._log_end_offset
-            rng = cleanable_range(segments, log_start, log_end, self._cleaner_offset, self.config, now_ms)
+            rng = cleanable_range(segments, log_start, log_end, self._cleaner_offset, self.config, now_ms,
+                                  self._producers.first_unstable_offset())
+            aborted: dict[int, list[tuple[int, int]]] = {}
+            for entry in list(self._aborted):
+                aborted.setdefault(entry.producer_id, []).append((entry.first_offset, entry.last_offset))
             result = clean_log(
-                self.dir, segments, rng, self.config, self.cleaner_config, self._producers.last_data_offsets(), now_ms
+                self.dir, segments, rng, self.config, self.cleaner_config, self._producers.last_data_offsets(), now_ms,
+                aborted,
             )
         except BaseException:
             # A truncation under a running compaction can make it read short segments: not the log's fault.
@@ -852,6 +963,9 @@ class PartitionLog:
             return False
         if segments[i : i + len(sources)] != sources or i + len(sources) >= len(segments):
             return False
+        # The aborted transactions of the replaced segments move with their markers (which compaction keeps).
+        write_entries(cleaned.txn_index_path, [e for e in self._aborted
+                                               if sources[0].base_offset <= e.last_offset < sources[-1].end_offset])
         cleaned.change_suffix(SWAP_SUFFIX)  # from here a crash completes the swap at load
         self._set_segments(segments[:i] + (cleaned,) + segments[i + len(sources) :])
         for seg in sources:
@@ -859,6 +973,10 @@ class PartitionLog:
         cleaned.change_suffix("")
         self._dir_dirty = True
         return True
+
+    def active_producers(self) -> list:
+        """The producer state entries (DescribeProducers): id, epoch, last sequence and timestamp, open transaction."""
+        return list(self._producers.producers.values())
 
     def expire_producers(self, now_ms: int) -> None:
         """Drop idempotent producers idle longer than producer.id.expiration.ms."""
@@ -903,6 +1021,11 @@ class PartitionLog:
         """Close every file and remove the partition directory."""
         self._close_files()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _is_commit_marker(raw: bytes) -> bool:
+    """Whether a control batch is a COMMIT marker (else ABORT)."""
+    return control_type(decode_batch(raw).records[0]) == ControlType.COMMIT
 
 
 def _largest_timestamp(seg: LogSegment) -> int:

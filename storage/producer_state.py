@@ -6,12 +6,17 @@ gaps (OutOfOrderSequence) and zombies (InvalidProducerEpoch). Work is per batch,
 record. Snapshots are written at every segment roll and at clean close so a restart only scans
 the batch headers after the newest snapshot.
 
+It also tracks each producer's ongoing transaction (the first offset it wrote in it, Kafka's
+currentTxnFirstOffset): the earliest one is the partition's last stable offset, and the ABORT marker
+that ends one becomes an entry of the transaction index (storage.txn_index).
+
 Snapshot file ``<offset %020d>.snapshot``: Kafka's layout idea (version int16, CRC-32C uint32 of
 the rest, then the entries) extended to keep all five cached batches per producer, so a retried
-batch is still recognised as a duplicate after a restart:
+batch is still recognised as a duplicate after a restart. Version 2 adds the ongoing transaction's first
+offset (-1: none), as Kafka's snapshot carries currentTxnFirstOffset; version 1 files are still read:
 
-    version int16 = 1 | crc uint32 | count int32 |
-    count x (producerId int64 | epoch int16 | lastTimestamp int64 | nBatches int8 |
+    version int16 = 2 | crc uint32 | count int32 |
+    count x (producerId int64 | epoch int16 | lastTimestamp int64 | currentTxnFirstOffset int64 | nBatches int8 |
              nBatches x (firstSeq int32 | lastSeq int32 | firstOffset int64 | lastOffset int64 | timestamp int64))
 """
 
@@ -32,9 +37,10 @@ PRODUCER_ID_EXPIRATION_MS = 86400000  # Kafka's producer.id.expiration.ms defaul
 INT32_MAX = 2**31 - 1
 SNAPSHOT_SUFFIX = ".snapshot"
 
-_VERSION = 1
+_VERSION = 2
 _HEAD = struct.Struct(">hIi")
-_PRODUCER = struct.Struct(">qhqb")
+_PRODUCER = struct.Struct(">qhqqb")
+_PRODUCER_V1 = struct.Struct(">qhqb")
 _BATCH = struct.Struct(">iiqqq")
 
 
@@ -57,6 +63,7 @@ class ProducerEntry:
     epoch: int
     last_timestamp: int = -1
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
+    current_txn_first_offset: int = -1  # first offset of its ongoing transaction in this partition, -1: none
 
     @property
     def last_seq(self) -> int:
@@ -84,6 +91,7 @@ class ProducerStateManager:
     def __init__(self, directory: Path) -> None:
         self.dir = directory
         self.producers: dict[int, ProducerEntry] = {}
+        self.ongoing: dict[int, int] = {}  # producer id -> first offset of its ongoing transaction
 
     def check(self, batches: list[tuple[int, int, int, int]]) -> BatchMetadata | None:
         """Validate an append's idempotent batches ``(producerId, epoch, firstSeq, lastSeq)`` in order.
@@ -136,6 +144,26 @@ class ProducerStateManager:
             entry.batches.append(meta)
             entry.last_timestamp = max(entry.last_timestamp, meta.timestamp)
 
+    def begin_transaction(self, pid: int, first_offset: int) -> None:
+        """A transactional batch: the producer's transaction starts here unless it already did."""
+        entry = self.producers.get(pid)
+        if entry is not None and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = first_offset
+            self.ongoing[pid] = first_offset
+
+    def end_transaction(self, pid: int, epoch: int) -> int:
+        """A COMMIT/ABORT marker: the producer's transaction ends; returns its first offset (-1 if none was open)."""
+        self.update(pid, epoch, None)
+        entry = self.producers[pid]
+        first, entry.current_txn_first_offset = entry.current_txn_first_offset, -1
+        self.ongoing.pop(pid, None)
+        return first
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest ongoing transaction (what bounds the last stable offset)."""
+        firsts = list(self.ongoing.values())  # a copy: a compaction thread may ask while the loop appends
+        return min(firsts) if firsts else None
+
     def last_data_offsets(self) -> dict[int, int]:
         """Producer id -> last offset of its newest data batch (what compaction must keep, Kafka's lastRecordsOfActiveProducers).
 
@@ -152,7 +180,9 @@ class ProducerStateManager:
 
     def expire(self, now_ms: int, expiration_ms: int = PRODUCER_ID_EXPIRATION_MS) -> None:
         """Forget producers silent for producer.id.expiration.ms (by their last batch timestamp, as Kafka)."""
-        expired = [pid for pid, e in self.producers.items() if now_ms - e.last_timestamp >= expiration_ms]
+        # Kafka never expires a producer with an ongoing transaction (isProducerExpired).
+        expired = [pid for pid, e in self.producers.items()
+                   if now_ms - e.last_timestamp >= expiration_ms and e.current_txn_first_offset < 0]
         for pid in expired:
             del self.producers[pid]
 
@@ -174,7 +204,7 @@ class ProducerStateManager:
         """Write the state as of ``offset`` (the log end offset) atomically: temp file, then rename."""
         parts = []
         for e in self.producers.values():
-            parts.append(_PRODUCER.pack(e.producer_id, e.epoch, e.last_timestamp, len(e.batches)))
+            parts.append(_PRODUCER.pack(e.producer_id, e.epoch, e.last_timestamp, e.current_txn_first_offset, len(e.batches)))
             parts.extend(_BATCH.pack(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp) for b in e.batches)
         body = struct.pack(">i", len(self.producers)) + b"".join(parts)
         data = struct.pack(">hI", _VERSION, crc32c.crc32c(body)) + body
@@ -194,12 +224,15 @@ class ProducerStateManager:
         are deleted, as Kafka's loadProducerState does.
         """
         self.producers = {}
+        self.ongoing = {}
         for offset in reversed(self.snapshot_offsets()):
             path = self.snapshot_path(offset)
             if offset <= log_end_offset:
                 producers = _parse_snapshot(path.read_bytes())
                 if producers is not None:
                     self.producers = producers
+                    self.ongoing = {pid: e.current_txn_first_offset for pid, e in producers.items()
+                                    if e.current_txn_first_offset >= 0}
                     return offset
             path.unlink(missing_ok=True)
         return None
@@ -216,14 +249,19 @@ def _parse_snapshot(data: bytes) -> dict[int, ProducerEntry] | None:
     """Decode a snapshot file; None if its version, CRC or layout is wrong."""
     try:
         version, crc, count = _HEAD.unpack_from(data, 0)
-        if version != _VERSION or crc32c.crc32c(memoryview(data)[6:]) != crc:
+        if version not in (1, _VERSION) or crc32c.crc32c(memoryview(data)[6:]) != crc:
             return None
         pos = _HEAD.size
         producers: dict[int, ProducerEntry] = {}
         for _ in range(count):
-            pid, epoch, last_ts, n = _PRODUCER.unpack_from(data, pos)
-            pos += _PRODUCER.size
-            entry = ProducerEntry(pid, epoch, last_ts)
+            if version == 1:
+                pid, epoch, last_ts, n = _PRODUCER_V1.unpack_from(data, pos)
+                txn_first = -1
+                pos += _PRODUCER_V1.size
+            else:
+                pid, epoch, last_ts, txn_first, n = _PRODUCER.unpack_from(data, pos)
+                pos += _PRODUCER.size
+            entry = ProducerEntry(pid, epoch, last_ts, current_txn_first_offset=txn_first)
             for _ in range(n):
                 entry.batches.append(BatchMetadata(*_BATCH.unpack_from(data, pos)))
                 pos += _BATCH.size

@@ -19,6 +19,7 @@ from logway.storage.errors import CorruptRecord, KafkaStorageError
 from logway.storage.offset_index import OffsetIndex
 from logway.storage.open_files import OPEN_SEGMENTS
 from logway.storage.time_index import TimeIndex
+from logway.storage.txn_index import TXN_INDEX_SUFFIX
 from logway.wire.batch import (
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
@@ -69,6 +70,7 @@ class LogSegment:
         self.suffix = suffix  # "" for a live segment; CLEANED_SUFFIX / SWAP_SUFFIX while compaction writes it
         stem = directory / segment_name(base_offset)
         self.log_path = stem.with_suffix(LOG_SUFFIX + suffix)
+        self.txn_index_path = stem.with_suffix(TXN_INDEX_SUFFIX + suffix)  # aborted transactions (storage.txn_index)
         index_path, time_index_path = stem.with_suffix(INDEX_SUFFIX + suffix), stem.with_suffix(TIME_INDEX_SUFFIX + suffix)
         # Kafka rebuilds the indexes of a segment whose index files are missing (LogLoader.loadSegmentFiles).
         self._indexes_existed = index_path.exists() and time_index_path.exists()
@@ -483,6 +485,7 @@ class LogSegment:
         self.log_path = deleted
         for index in (self.offset_index, self.time_index):
             index.rename(index.path.with_name(index.path.name + DELETED_SUFFIX))
+        self.txn_index_path = _rename_if_present(self.txn_index_path, self.txn_index_path.name + DELETED_SUFFIX)
 
     def change_suffix(self, suffix: str) -> None:
         """Rename the files from ``<name><old suffix>`` to ``<name><suffix>``: indexes first, the log last.
@@ -492,6 +495,7 @@ class LogSegment:
         """
         for index in (self.offset_index, self.time_index):
             index.rename(index.path.with_name(_strip(index.path.name, self.suffix) + suffix))
+        self.txn_index_path = _rename_if_present(self.txn_index_path, _strip(self.txn_index_path.name, self.suffix) + suffix)
         target = self.log_path.with_name(_strip(self.log_path.name, self.suffix) + suffix)
         os.replace(self.log_path, target)
         self.log_path = target
@@ -510,7 +514,7 @@ class LogSegment:
     def delete_files(self) -> None:
         """Close and unlink the files."""
         self.close()
-        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+        for path in (self.log_path, self.offset_index.path, self.time_index.path, self.txn_index_path):
             path.unlink(missing_ok=True)
 
     def close(self) -> None:
@@ -523,6 +527,14 @@ class LogSegment:
         self.offset_index.close()
         self.time_index.close()
         OPEN_SEGMENTS.forget(self)
+
+
+def _rename_if_present(path: Path, name: str) -> Path:
+    """Rename a file that may not exist (a segment has a txnindex only once a transaction aborted in it)."""
+    target = path.with_name(name)
+    if path.exists():
+        os.replace(path, target)
+    return target
 
 
 def _create(path: Path) -> int:

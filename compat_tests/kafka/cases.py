@@ -29,6 +29,7 @@ LOGWAY_VERSIONS = {
     22: (0, 5), 23: (2, 4), 29: (1, 3), 30: (1, 3), 31: (1, 3), 32: (1, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
     42: (0, 2), 44: (0, 1), 47: (0, 0), 50: (0, 0), 51: (0, 0), 60: (0, 1),
     35: (1, 5), 43: (0, 2), 45: (0, 1), 46: (0, 0), 75: (0, 0),
+    24: (0, 3), 25: (0, 4), 26: (0, 4), 28: (0, 4), 61: (0, 0), 65: (0, 0), 66: (0, 2),
 }
 API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
              10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
@@ -39,7 +40,9 @@ API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "Offs
              31: "DeleteAcls",
              21: "DeleteRecords", 33: "AlterConfigs", 44: "IncrementalAlterConfigs", 35: "DescribeLogDirs",
              43: "ElectLeaders", 45: "AlterPartitionReassignments", 46: "ListPartitionReassignments",
-             75: "DescribeTopicPartitions"}
+             75: "DescribeTopicPartitions",
+             24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn", 28: "TxnOffsetCommit",
+             61: "DescribeProducers", 65: "DescribeTransactions", 66: "ListTransactions"}
 
 Steps = dict[str, Any]
 CaseFn = Callable[[Side, int, str], Steps]
@@ -1183,3 +1186,111 @@ def alter_scram_round_trip(side: Side, v: int, topic: str) -> Steps:
             "describe": [(r.error_code, [(c.mechanism, c.iterations) for c in r.credential_infos])
                          for r in described.results],
             "delete": [(r.error_code, r.error_message) for r in down.results]}
+
+
+# --- Transactions ----------------------------------------------------------------------------------
+# Kafka creates and loads __transaction_state on first use and writes markers asynchronously: its coordinator
+# answers COORDINATOR_NOT_AVAILABLE / COORDINATOR_LOAD_IN_PROGRESS / CONCURRENT_TRANSACTIONS for a while,
+# which clients retry; the cases retry them too and compare the settled answers.
+
+_TXN_RETRIABLE = {"coordinator_not_available", "coordinator_load_in_progress", "not_coordinator",
+                  "concurrent_transactions"}
+
+
+def _txn_call(side: Side, api_key: int, v: int, fields: dict, error=lambda r: r.error_code) -> Any:
+    import time
+
+    deadline = time.monotonic() + 30
+    while True:
+        resp = side.call(api_key, v, fields)
+        if error(resp).name not in _TXN_RETRIABLE or time.monotonic() > deadline:
+            return resp
+        time.sleep(0.1)
+
+
+def _txn_init(side: Side, tid: str, v: int = 3, timeout: int = 60_000) -> Any:
+    side.call(10, 3, {"key": tid, "key_type": 1})  # FindCoordinator TRANSACTION: Kafka creates its topic
+    return _txn_call(side, 22, v, {"transactional_id": tid, "transaction_timeout": timeout,
+                                   "producer_id": -1, "producer_epoch": -1})
+
+
+def _txn_add(side: Side, tid: str, pid: int, epoch: int, topic: str, partitions=(0,), v: int = 3) -> Any:
+    return _txn_call(side, 24, v, {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid,
+                                   "v3_and_below_producer_epoch": epoch,
+                                   "v3_and_below_topics": [{"name": topic, "partitions": list(partitions)}]},
+                     lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code)
+
+
+@case(22, "transactional id: epochs and timeout")
+def init_transactional(side: Side, v: int, topic: str) -> Steps:
+    return {"too long": _txn_init(side, topic, v, timeout=900_001), "first": _txn_init(side, topic, v),
+            "second": _txn_init(side, topic, v)}
+
+
+@case(24, "add partitions: accepted, fenced, unknown id and topic")
+def add_partitions_to_txn(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    init = _txn_init(side, topic)
+    pid, epoch = init.producer_id, init.producer_epoch
+    steps = {"added": _txn_add(side, topic, pid, epoch, topic, v=v),
+             "old epoch": _txn_add(side, topic, pid, epoch - 1, topic, v=v),
+             "unknown id": _txn_add(side, topic + "-none", pid, epoch, topic, v=v),
+             "unknown topic": _txn_add(side, topic, pid, epoch, topic + "-none", v=v)}
+    _txn_call(side, 26, 3, {"transactional_id": topic, "producer_id": pid, "producer_epoch": epoch, "committed": False})
+    return steps
+
+
+@case(26, "end a transaction: nothing open, commit, abort after commit")
+def end_txn(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    init = _txn_init(side, topic)
+    pid, epoch = init.producer_id, init.producer_epoch
+
+    def end(commit: bool) -> Any:
+        return _txn_call(side, 26, v, {"transactional_id": topic, "producer_id": pid, "producer_epoch": epoch,
+                                       "committed": commit})
+    steps = {"nothing open": end(True)}
+    _txn_add(side, topic, pid, epoch, topic)
+    steps.update({"commit": end(True), "commit again": end(True), "abort after commit": end(False),
+                  "old epoch": _txn_call(side, 26, v, {"transactional_id": topic, "producer_id": pid,
+                                                      "producer_epoch": epoch - 1, "committed": True})})
+    return steps
+
+
+@case(25, "add offsets: accepted, unknown producer id")
+def add_offsets_to_txn(side: Side, v: int, topic: str) -> Steps:
+    init = _txn_init(side, topic)
+    pid, epoch = init.producer_id, init.producer_epoch
+
+    def add(producer_id: int) -> Any:
+        return _txn_call(side, 25, v, {"transactional_id": topic, "producer_id": producer_id,
+                                       "producer_epoch": epoch, "group_id": topic + "-g"})
+    steps = {"added": add(pid), "other producer id": add(pid + 1)}
+    _txn_call(side, 26, 3, {"transactional_id": topic, "producer_id": pid, "producer_epoch": epoch, "committed": False})
+    return steps
+
+
+@case(28, "transactional offset commit, unknown partition")
+def txn_offset_commit(side: Side, v: int, topic: str) -> Steps:
+    side.create_topic(topic)
+    init = _txn_init(side, topic)
+    pid, epoch = init.producer_id, init.producer_epoch
+    group = topic + "-g"
+    _txn_call(side, 10, 3, {"key": group, "key_type": 0})  # Kafka creates __consumer_offsets on first use
+    _txn_call(side, 25, 3, {"transactional_id": topic, "producer_id": pid, "producer_epoch": epoch, "group_id": group})
+    resp = _txn_call(side, 28, v, {
+        "transactional_id": topic, "group_id": group, "producer_id": pid, "producer_epoch": epoch,
+        "generation_id": -1, "member_id": "", "group_instance_id": None,
+        "topics": [{"name": topic, "partitions": [
+            {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1, "committed_metadata": "m"},
+            {"partition_index": 7, "committed_offset": 5, "committed_leader_epoch": -1, "committed_metadata": ""}]}]},
+        lambda r: r.topics[0].partitions[0].error_code)
+    _txn_call(side, 26, 3, {"transactional_id": topic, "producer_id": pid, "producer_epoch": epoch, "committed": False})
+    return {"commit": resp}
+
+
+@case(66, "list one transactional id by pattern, and an unknown state filter", min_version=2)
+def list_transactions(side: Side, v: int, topic: str) -> Steps:
+    _txn_init(side, topic)
+    return {"list": _txn_call(side, 66, v, {"state_filters": ["Empty", "Sleeping"], "producer_id_filters": [],
+                                            "duration_filter": -1, "transactional_id_pattern": topic.replace("-", ".")})}

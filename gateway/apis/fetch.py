@@ -1,6 +1,7 @@
 """Fetch (key 1), v4-v17.
 
-v4: isolation_level, last_stable_offset, aborted_transactions; v5: log_start_offset; v7: fetch sessions
+v4: isolation_level, last_stable_offset, aborted_transactions (READ_COMMITTED stops at the last stable offset
+and lists the aborted transactions of the data sent, from the partitions' txnindex); v5: log_start_offset; v7: fetch sessions
 (KIP-227) — we answer every request sessionless (session_id 0), as Kafka does when its session cache is
 full, so clients keep sending full fetch requests; v9: current_leader_epoch; v11: rack_id and
 preferred_read_replica; v12: flexible, last_fetched_epoch/diverging_epoch (one leader epoch here, so the
@@ -48,6 +49,7 @@ def _collect(ctx, request, names: list[str | None], reads: list[tuple[PartitionL
     """One pass over the requested partitions: (topics, bytes found, any error); ``reads`` gets (log, bytes)
     of each partition read."""
     broker = ctx.broker
+    read_committed = request.isolation_level == READ_COMMITTED
     remaining = request.max_bytes
     min_one = True
     total = 0
@@ -74,7 +76,9 @@ def _collect(ctx, request, names: list[str | None], reads: list[tuple[PartitionL
             try:
                 plog = broker.partition(name, p.partition)
                 budget = max(0, min(p.partition_max_bytes, remaining))
-                read = plog.read(p.fetch_offset, budget, min_one=min_one) if budget or min_one else None
+                # READ_COMMITTED reads stop at the last stable offset (Kafka's FetchIsolation.TXN_COMMITTED).
+                lso = plog.last_stable_offset if read_committed else None
+                read = plog.read(p.fetch_offset, budget, min_one=min_one, max_offset=lso) if budget or min_one else None
             except UnknownTopicOrPartition as exc:
                 result.error_code = exc.error_code
                 error = True
@@ -86,10 +90,12 @@ def _collect(ctx, request, names: list[str | None], reads: list[tuple[PartitionL
                 continue
             result.aborted_transactions = None
             result.high_watermark = plog.high_watermark
-            result.last_stable_offset = plog.high_watermark
+            result.last_stable_offset = plog.last_stable_offset
             result.log_start_offset = plog.log_start_offset
-            if request.isolation_level == READ_COMMITTED:
-                result.aborted_transactions = []
+            if read_committed:
+                # The aborted transactions overlapping the data sent (Kafka's collectAbortedTransactions).
+                has_data = read is not None and read.size
+                result.aborted_transactions = plog.aborted_transactions(p.fetch_offset, lso) if has_data else []
             reads.append((plog, read.size if read is not None else 0))
             if read is not None and read.size:
                 result.records = FileSlice(read.fd, read.position, read.size)

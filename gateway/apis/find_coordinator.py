@@ -1,6 +1,6 @@
 """FindCoordinator (key 10), v0-v6.
 
-This broker coordinates every group (and would every transactional id). v1: key_type, throttle_time_ms,
+This broker coordinates every group and every transactional id. v1: key_type, throttle_time_ms,
 error_message; v3: flexible; v4+: batched coordinator_keys with a result per key (KIP-699); v5/v6: no
 change for us (error codes and share groups). A key type other than GROUP (0) or TRANSACTION (1) gets
 INVALID_REQUEST and no node, as Kafka's KafkaApis.handleFindCoordinatorRequest answers.

@@ -1,15 +1,18 @@
 """InitProducerId (key 22), v0-v5.
 
-The idempotent producers of kafka-python 3.x and the Java client (default since 3.0) call it with a null
-transactional id before producing. As Kafka does for a null transactional id, every call gets a fresh
-producer id with epoch 0, even when v3+ passes an existing id/epoch (KIP-360). v2: flexible; v3:
-producer_id/epoch in the request; v4: PRODUCER_FENCED; v5: no change for us. Transactions are not served:
-a non-null transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+Without a transactional id (idempotent producers of kafka-python 3.x and the Java client) every call gets a
+fresh producer id with epoch 0, as Kafka does, even when v3+ passes an existing id/epoch (KIP-360). With a
+transactional id the transaction coordinator bumps the id's epoch (fencing older producers of the same id),
+aborting an ongoing transaction first (CONCURRENT_TRANSACTIONS: the client retries). v2: flexible; v3:
+producer_id/epoch in the request (KIP-360 epoch bump of the current producer); v4: PRODUCER_FENCED (older
+versions get INVALID_PRODUCER_EPOCH instead, KIP-588); v5: no change for us.
 """
 
 from __future__ import annotations
 
+from logway.gateway.broker import now_ms
 from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType, client_host
+from logway.gateway.transactions import fenced_for_version
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -27,9 +30,24 @@ def _may_write_idempotently(ctx) -> bool:
     return authorizer.any_allowed(ctx.principal, client_host(ctx.connection.peer), Operation.WRITE, ResourceType.TOPIC)
 
 
+async def _transactional(ctx, request) -> dict:
+    tid = request.transactional_id
+    if not ctx.authorized(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
+        return {"error_code": ErrorCode.transactional_id_authorization_failed, "producer_id": -1, "producer_epoch": -1}
+    service = ctx.broker.transactions
+    await service.ensure_topic()
+    timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
+    expected_pid = getattr(request, "producer_id", -1)
+    expected_epoch = getattr(request, "producer_epoch", -1)
+    result = service.coordinator.init_producer_id(tid, timeout_ms, expected_pid, expected_epoch, now_ms())
+    await service.flush_pending()
+    return {"error_code": fenced_for_version(result.error, ctx.version, 4), "producer_id": result.producer_id,
+            "producer_epoch": result.producer_epoch}
+
+
 async def handle(ctx, request):
     if request.transactional_id is not None:
-        body = {"error_code": ErrorCode.transactional_id_authorization_failed, "producer_id": -1, "producer_epoch": -1}
+        body = await _transactional(ctx, request)
     elif not _may_write_idempotently(ctx):
         body = {"error_code": ErrorCode.cluster_authorization_failed, "producer_id": -1, "producer_epoch": -1}
     else:

@@ -5,7 +5,7 @@ depends on; with read_committed, the last stable offset, equal here as there are
 EARLIEST (log start offset), -3 MAX_TIMESTAMP (v7+, KIP-734), -4 EARLIEST_LOCAL (v8+, KIP-405: the
 local log start, the same as earliest without tiered storage). Other values: the first offset whose
 timestamp is >= the target, or offset -1 / timestamp -1 if none.
-v2: isolation_level; v4: current_leader_epoch and leader_epoch (we have one epoch: 0); v6: flexible.
+v2: isolation_level (READ_COMMITTED: LATEST is the last stable offset); v4: current_leader_epoch and leader_epoch (we have one epoch: 0); v6: flexible.
 Errors are per partition: a corrupt stored batch met by a lookup by time answers CORRUPT_MESSAGE, an I/O
 error KAFKA_STORAGE_ERROR, anything unexpected UNKNOWN_SERVER_ERROR (logged, as Kafka's
 KafkaApis.handleListOffsetRequest does); the other partitions are answered.
@@ -32,10 +32,10 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 
 
-def _lookup(plog, timestamp: int) -> tuple[int, int]:
-    """(offset, timestamp) for a ListOffsets target."""
+def _lookup(plog, timestamp: int, read_committed: bool) -> tuple[int, int]:
+    """(offset, timestamp) for a ListOffsets target; LATEST is the last stable offset for READ_COMMITTED (Kafka)."""
     if timestamp == LATEST:
-        return plog.log_end_offset, -1
+        return (plog.last_stable_offset if read_committed else plog.log_end_offset), -1
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return plog.log_start_offset, -1
     if timestamp == MAX_TIMESTAMP:
@@ -65,7 +65,7 @@ async def handle(ctx, request):
                 continue
             try:
                 plog = broker.partition(topic.name, p.partition_index)
-                offset, timestamp = _lookup(plog, p.timestamp)
+                offset, timestamp = _lookup(plog, p.timestamp, getattr(request, "isolation_level", 0) == 1)
                 entry.update(offset=offset, timestamp=timestamp, leader_epoch=0 if offset >= 0 else -1)
             except (UnknownTopicOrPartition, KafkaError) as exc:
                 entry["error_code"] = exc.error_code

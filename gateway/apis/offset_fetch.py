@@ -1,8 +1,8 @@
 """OffsetFetch (key 9), v1-v9.
 
 v2: top-level error_code, and null topics fetch every committed partition of the group; v3:
-throttle_time_ms; v5: committed_leader_epoch; v6: flexible; v7: require_stable (no transactions here, so
-nothing is ever unstable); v8: many groups per request (KIP-709); v9: member id/epoch (KIP-848, unused by
+throttle_time_ms; v5: committed_leader_epoch; v6: flexible; v7: require_stable (a partition with a transactional commit
+awaiting its marker answers UNSTABLE_OFFSET_COMMIT, KIP-447); v8: many groups per request (KIP-709); v9: member id/epoch (KIP-848, unused by
 classic groups). A partition with nothing committed gets offset -1 and empty metadata.
 """
 
@@ -27,7 +27,7 @@ def _topics(result) -> list[dict]:
     return [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
 
 
-async def _fetch(ctx, group_id: str, topics) -> tuple[list[dict], int]:
+async def _fetch(ctx, group_id: str, topics, require_stable: bool = False) -> tuple[list[dict], int]:
     """One group's committed offsets as (topics, error code), with KafkaApis.handleOffsetFetchRequest's checks:
     GROUP DESCRIBE (else GROUP_AUTHORIZATION_FAILED), TOPIC DESCRIBE per topic (asked-for topics answer
     TOPIC_AUTHORIZATION_FAILED; when all topics are asked for, the others are left out)."""
@@ -40,7 +40,8 @@ async def _fetch(ctx, group_id: str, topics) -> tuple[list[dict], int]:
         partitions = [(t.name, int(i)) for t in topics if t.name not in denied for i in t.partition_indexes]
     else:
         partitions = None
-    result = await groups.call(groups.coordinator.offset_fetch, group_id=group_id, partitions=partitions)
+    result = await groups.call(groups.coordinator.offset_fetch, group_id=group_id, partitions=partitions,
+                               require_stable=require_stable)
     out = _topics(result)
     if topics is None:
         hidden = ctx.denied_topics(Operation.DESCRIBE, (t["name"] for t in out))
@@ -57,8 +58,8 @@ async def handle(ctx, request):
     if ctx.version >= 8:
         out = []
         for g in request.groups:
-            topics, error = await _fetch(ctx, g.group_id, g.topics)
+            topics, error = await _fetch(ctx, g.group_id, g.topics, request.require_stable)
             out.append({"group_id": g.group_id, "topics": topics, "error_code": error})
         return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "groups": out})
-    topics, error = await _fetch(ctx, request.group_id, request.topics)
+    topics, error = await _fetch(ctx, request.group_id, request.topics, getattr(request, "require_stable", False))
     return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "topics": topics, "error_code": error})

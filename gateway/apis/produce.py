@@ -10,6 +10,9 @@ any other value gets INVALID_REQUIRED_ACKS. With acks=0 nothing is answered, and
 the connection, which is how Kafka tells an acks=0 producer that something went wrong.
 The request is decoded by wire.produce without copying the records (the log patches offsets into the
 received buffer and writes it out), and the response is encoded by hand there too.
+Transactional batches need the request's transactional_id with TRANSACTIONAL_ID WRITE (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as KafkaApis.handleProduceRequest) and, as Kafka 3.6+ verifies them
+(KIP-890 part 1), a partition already added to the producer's ongoing transaction (else INVALID_TXN_STATE).
 """
 
 from __future__ import annotations
@@ -20,9 +23,17 @@ import trio
 
 from logway.gateway.broker import now_ms
 from logway.gateway.metrics.stats import BrokerStats
-from logway.gateway.security.authorizer import Operation
+from logway.gateway.security.authorizer import Operation, ResourceType
 from logway.storage.errors import RecordErrors, UnknownTopicOrPartition
-from logway.wire.batch import LENGTH_POS, LOG_OVERHEAD, MAGIC_POS, MAGIC_V2
+from logway.wire.batch import (
+    ATTRIBUTES_POS,
+    LENGTH_POS,
+    LOG_OVERHEAD,
+    MAGIC_POS,
+    MAGIC_V2,
+    TRANSACTIONAL_MASK,
+    parse_header,
+)
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.produce import ProducePartitionResult, decode_produce_request, encode_produce_response
 from logway.wire.protocol import MalformedRequest
@@ -64,6 +75,20 @@ def _count_failure(stats: BrokerStats, exc: KafkaError) -> None:
         stats.storage_errors["append"] += 1
 
 
+def _check_transactional(ctx, transactional_id: str | None, topic: str, index: int, records: memoryview) -> None:
+    """A transactional batch: its transactional id authorized and the partition in its ongoing transaction."""
+    if not records[ATTRIBUTES_POS + 1] & TRANSACTIONAL_MASK:  # one byte read on the hot path
+        return
+    header = parse_header(records)
+    if transactional_id is None or not ctx.authorized(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        raise KafkaError("Transactional records need an authorized transactional id",
+                         ErrorCode.transactional_id_authorization_failed)
+    error = ctx.broker.transactions.coordinator.verify_partition(
+        transactional_id, header.producer_id, header.producer_epoch, (topic, index))
+    if error != ErrorCode.none:
+        raise KafkaError(f"Partition {topic}-{index} is not in an ongoing transaction of {transactional_id}", error)
+
+
 async def handle(ctx, _request):
     request = decode_produce_request(ctx.frame, ctx.body_pos, ctx.version)
     broker = ctx.broker
@@ -85,13 +110,9 @@ async def handle(ctx, _request):
             if acks not in (0, 1, -1):
                 partitions_out.append(ProducePartitionResult(part.index, ErrorCode.invalid_required_acks))
                 continue
-            if request.transactional_id is not None:
-                # Transactions are not served (no AddPartitionsToTxn/EndTxn in ApiVersions).
-                partitions_out.append(ProducePartitionResult(
-                    part.index, ErrorCode.transactional_id_authorization_failed, error_message="transactions are not supported"))
-                continue
             try:
                 _check_one_v2_batch(part.records, ctx.version)
+                _check_transactional(ctx, request.transactional_id, name, part.index, part.records)
                 plog = broker.partition(name, part.index)
                 plog.counters.produce_requests += 1
                 result = plog.append(part.records, now_ms=now)

@@ -35,12 +35,19 @@ class FakeOffsetsLog:
         self.partitions: dict[int, list[tuple[bytes, bytes | None]]] = defaultdict(list)
         self.fail_with: Exception | None = None
         self.appends = 0
+        self.markers: list[tuple[int, int, bool]] = []
 
-    def append(self, partition: int, records: list[tuple[bytes, bytes | None]], now_ms: int) -> None:
+    def append(self, partition: int, records: list[tuple[bytes, bytes | None]], now_ms: int,
+               producer: tuple[int, int] | None = None) -> None:
         if self.fail_with is not None:
             raise self.fail_with
         self.appends += 1
         self.partitions[partition].extend(records)
+
+    def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool, now_ms: int) -> None:
+        if self.fail_with is not None:
+            raise self.fail_with
+        self.markers.append((partition, producer_id, commit))
 
     def read(self, partition: int) -> list[tuple[bytes, bytes | None]]:
         return list(self.partitions[partition])

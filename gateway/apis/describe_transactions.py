@@ -1,0 +1,47 @@
+"""DescribeTransactions (key 65), v0.
+
+The coordinator's view of each transactional id (kafka-transactions.sh describe): state name as Kafka spells
+it, timeout, start time (-1 when no transaction is open), producer id and epoch, and the partitions of the
+open transaction. As KafkaApis/TransactionCoordinator: TRANSACTIONAL_ID DESCRIBE per id (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED), COORDINATOR_LOAD_IN_PROGRESS while its partition loads,
+TRANSACTIONAL_ID_NOT_FOUND for an unknown id; topics the principal may not DESCRIBE are left out.
+"""
+
+from __future__ import annotations
+
+from logway.gateway.security.authorizer import Operation, ResourceType
+from logway.wire.errors import ErrorCode
+from logway.wire.protocol import build, response_type
+
+API_KEY = 65
+MIN_VERSION = 0
+MAX_VERSION = 0
+
+_EMPTY = {"transaction_state": "", "transaction_timeout": 0, "transaction_start_time": -1, "producer_id": -1,
+          "producer_epoch": -1, "topics": []}
+
+
+def _describe(ctx, tid: str) -> dict:
+    coordinator = ctx.broker.transactions.coordinator
+    if not ctx.authorized(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid):
+        return {"transactional_id": tid, "error_code": ErrorCode.transactional_id_authorization_failed, **_EMPTY}
+    if coordinator.partition_for(tid) in coordinator.loading:
+        return {"transactional_id": tid, "error_code": ErrorCode.coordinator_load_in_progress, **_EMPTY}
+    meta = coordinator.transaction(tid)
+    if meta is None:
+        return {"transactional_id": tid, "error_code": ErrorCode.transactional_id_not_found, **_EMPTY}
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(meta.partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    denied = ctx.denied_topics(Operation.DESCRIBE, by_topic)
+    return {
+        "transactional_id": tid, "error_code": ErrorCode.none, "transaction_state": meta.state.kafka_name,
+        "transaction_timeout": meta.timeout_ms, "transaction_start_time": meta.start_ms,
+        "producer_id": meta.producer_id, "producer_epoch": meta.producer_epoch,
+        "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items() if t not in denied],
+    }
+
+
+async def handle(ctx, request):
+    states = [_describe(ctx, tid) for tid in request.transactional_ids]
+    return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "transaction_states": states})

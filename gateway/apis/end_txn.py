@@ -1,0 +1,34 @@
+"""EndTxn (key 26), v0-v4.
+
+Commits or aborts the producer's transaction: the coordinator writes PrepareCommit/PrepareAbort to
+__transaction_state, the markers to every partition of the transaction, then CompleteCommit/CompleteAbort;
+the answer goes out once all of it is written (Kafka answers after the Prepare state and writes the markers
+asynchronously; a client cannot tell the difference except that ours are already visible). v1: no change;
+v2: PRODUCER_FENCED (older versions get INVALID_PRODUCER_EPOCH); v3: flexible; v4: TRANSACTION_ABORTABLE may
+be answered (never by us). v5 (transaction version 2, KIP-890 part 2) is not advertised.
+TRANSACTIONAL_ID WRITE, as KafkaApis.
+"""
+
+from __future__ import annotations
+
+from logway.gateway.broker import now_ms
+from logway.gateway.security.authorizer import Operation, ResourceType
+from logway.gateway.transactions import fenced_for_version
+from logway.wire.errors import ErrorCode
+from logway.wire.protocol import build, response_type
+
+API_KEY = 26
+MIN_VERSION = 0
+MAX_VERSION = 4
+
+
+async def handle(ctx, request):
+    if not ctx.authorized(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        error = ErrorCode.transactional_id_authorization_failed
+    else:
+        service = ctx.broker.transactions
+        error = service.coordinator.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
+                                            bool(request.committed), now_ms())
+        await service.flush_pending()
+        error = fenced_for_version(error, ctx.version, 2)
+    return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "error_code": error})
