@@ -565,20 +565,31 @@ def _altered(side: Side, topic: str) -> Steps:
     return _entries(_describe(side, 4, TOPIC, topic, ALTERED_KEYS))
 
 
+def _changed(side: Side, topic: str, before: Steps, timeout: float = 5.0) -> Steps:
+    """The topic's configs once they differ from ``before``. Kafka's controller applies a config change and the
+    broker answers DescribeConfigs from its metadata cache, which follows a moment later (seen: a describe right
+    after a successful IncrementalAlterConfigs still showed the old value); Logway answers at once."""
+    deadline = time.monotonic() + timeout
+    while True:
+        now = _altered(side, topic)
+        if now != before or time.monotonic() > deadline:
+            return now
+        time.sleep(0.1)
+
+
 @case(44, "set, validate_only, append, subtract, delete")
 def incremental_alter_configs(side: Side, v: int, topic: str) -> Steps:
     side.create_topic(topic)
-    return {
-        "validate_only": _incremental(side, v, topic, ("retention.ms", SET, "1000"), validate_only=True),
-        "after validate_only": _altered(side, topic),
-        "set": _incremental(side, v, topic, ("retention.ms", SET, "3600000"), ("max.message.bytes", SET, "5000")),
-        "after set": _altered(side, topic),
-        "append": _incremental(side, v, topic, ("cleanup.policy", APPEND, "compact")),
-        "after append": _altered(side, topic),
-        "subtract": _incremental(side, v, topic, ("cleanup.policy", SUBTRACT, "delete")),
-        "delete": _incremental(side, v, topic, ("retention.ms", DELETE, None)),
-        "after subtract and delete": _altered(side, topic),
-    }
+    steps = {"validate_only": _incremental(side, v, topic, ("retention.ms", SET, "1000"), validate_only=True)}
+    steps["after validate_only"] = _altered(side, topic)
+    steps["set"] = _incremental(side, v, topic, ("retention.ms", SET, "3600000"), ("max.message.bytes", SET, "5000"))
+    steps["after set"] = _changed(side, topic, steps["after validate_only"])
+    steps["append"] = _incremental(side, v, topic, ("cleanup.policy", APPEND, "compact"))
+    steps["after append"] = _changed(side, topic, steps["after set"])
+    steps["subtract"] = _incremental(side, v, topic, ("cleanup.policy", SUBTRACT, "delete"))
+    steps["delete"] = _incremental(side, v, topic, ("retention.ms", DELETE, None))
+    steps["after subtract and delete"] = _changed(side, topic, steps["after append"])
+    return steps
 
 
 @case(44, "errors: bad value, unknown key, append to a number, unknown topic, duplicates")
@@ -604,10 +615,11 @@ def incremental_alter_configs_errors(side: Side, v: int, topic: str) -> Steps:
 @case(33, "replace the override set, validate_only, errors")
 def alter_configs(side: Side, v: int, topic: str) -> Steps:
     side.create_topic(topic, configs={"retention.ms": "3600000"})
+    before = _altered(side, topic)
     return {
         "validate_only": _alter(side, v, topic, {"segment.bytes": "2000000"}, validate_only=True),
         "replace": _alter(side, v, topic, {"max.message.bytes": "5000", "cleanup.policy": "compact,delete"}),
-        "after replace": _altered(side, topic),
+        "after replace": _changed(side, topic, before),
         "bad value": _alter(side, v, topic, {"max.message.bytes": "lots"}),
         "unknown key": _alter(side, v, topic, {"no.such.key": "1"}),
         "unknown topic": _alter(side, v, topic + "-x", {"retention.ms": "1"}),
