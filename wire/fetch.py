@@ -24,6 +24,14 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _PARTITION_HEAD = struct.Struct(">ihq")  # partition_index, error_code, high_watermark
 _Q2 = struct.Struct(">qq")
+# A partition with no records and a null aborted-transactions list (an empty fetch's every partition) in one
+# pack: partition_index, error_code, high_watermark, last_stable_offset, log_start_offset, then per version
+# the null array, preferred_read_replica and the records length (0; in flexible versions the compact length 1
+# and the empty tagged fields).
+_EMPTY_V4 = struct.Struct(">ihqqii")  # ... last_stable_offset, aborted (-1), records length 0
+_EMPTY_V5 = struct.Struct(">ihqqqii")  # + log_start_offset
+_EMPTY_V11 = struct.Struct(">ihqqqiii")  # + preferred_read_replica
+_EMPTY_V12 = struct.Struct(">ihqqqbibb")  # flexible: aborted 0 (null), preferred, records 1 (empty), tags 0
 
 
 @dataclass(slots=True, frozen=True)
@@ -64,6 +72,21 @@ def _array_len(out: bytearray, n: int, flexible: bool) -> None:
         out += _I32.pack(n)
 
 
+def _empty_partition(version: int, p: FetchPartitionResult) -> bytes:
+    """A partition without records or aborted transactions, the shape of most partitions of a 1,000-partition
+    fetch with no new data, in one struct pack (byte-equal to the general path below)."""
+    if version >= 12:
+        return _EMPTY_V12.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset,
+                               p.log_start_offset, 0, p.preferred_read_replica, 1, 0)
+    if version >= 11:
+        return _EMPTY_V11.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset,
+                               p.log_start_offset, -1, p.preferred_read_replica, 0)
+    if version >= 5:
+        return _EMPTY_V5.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset,
+                              p.log_start_offset, -1, 0)
+    return _EMPTY_V4.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset, -1, 0)
+
+
 def encode_fetch_response(
     version: int,
     correlation_id: int,
@@ -97,6 +120,9 @@ def encode_fetch_response(
             out += name
         _array_len(out, len(topic.partitions), flexible)
         for p in topic.partitions:
+            if p.aborted_transactions is None and p.records == b"":
+                out += _empty_partition(version, p)
+                continue
             out += _PARTITION_HEAD.pack(p.partition_index, p.error_code, p.high_watermark)
             out += _I64.pack(p.last_stable_offset)
             if version >= 5:

@@ -54,48 +54,50 @@ def _collect(ctx, request, names: list[str | None], reads: list[tuple[PartitionL
     error = False
     topics = []
     reads.clear()
+    partition = broker.partition
+    read_committed = request.isolation_level == READ_COMMITTED
     for topic, name in zip(request.topics, names, strict=True):
         results = []
         info = broker.logs.topics.get(name) if name is not None else None
-        for p in topic.partitions:
-            # Kafka answers an unknown topic or partition with an empty aborted-transactions list (its error
-            # response), and a failed read (OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, ...) with a null list and -1
-            # offsets (ReplicaManager's LogReadResult of the exception, FetchDataInfo.empty).
-            result = FetchPartitionResult(p.partition, aborted_transactions=[])
-            results.append(result)
-            if name is None:
-                result.error_code = ErrorCode.unknown_topic_id
-                error = True
-                continue
-            if isinstance(name, _Denied):
-                result.error_code = ErrorCode.topic_authorization_failed
-                error = True
-                continue
+        # Kafka answers an unknown topic or partition with an empty aborted-transactions list (its error
+        # response), and a failed read (OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, ...) with a null list and -1
+        # offsets (ReplicaManager's LogReadResult of the exception, FetchDataInfo.empty).
+        if name is None or isinstance(name, _Denied):
+            code = ErrorCode.unknown_topic_id if name is None else ErrorCode.topic_authorization_failed
+            results = [FetchPartitionResult(p.partition, code, aborted_transactions=[]) for p in topic.partitions]
+            error = error or bool(results)
+            partitions = ()
+        else:
+            partitions = topic.partitions
+        for p in partitions:
             try:
-                plog = broker.partition(name, p.partition)
-                budget = max(0, min(p.partition_max_bytes, remaining))
-                read = plog.read(p.fetch_offset, budget, min_one=min_one) if budget or min_one else None
+                plog = partition(name, p.partition)
+                if p.fetch_offset == plog.log_end_offset:  # at the end: nothing to read (PartitionLog.read's empty slice)
+                    read = None
+                else:
+                    budget = max(0, min(p.partition_max_bytes, remaining))
+                    read = plog.read(p.fetch_offset, budget, min_one=min_one) if budget or min_one else None
             except UnknownTopicOrPartition as exc:
-                result.error_code = exc.error_code
+                results.append(FetchPartitionResult(p.partition, exc.error_code, aborted_transactions=[]))
                 error = True
                 continue
             except Exception as exc:  # OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, KAFKA_STORAGE_ERROR, ...
-                result.error_code = _error_code(exc, name, p.partition, p.fetch_offset, broker.stats)
-                result.aborted_transactions = None
+                results.append(FetchPartitionResult(
+                    p.partition, _error_code(exc, name, p.partition, p.fetch_offset, broker.stats)))
                 error = True
                 continue
-            result.aborted_transactions = None
-            result.high_watermark = plog.high_watermark
-            result.last_stable_offset = plog.high_watermark
-            result.log_start_offset = plog.log_start_offset
-            if request.isolation_level == READ_COMMITTED:
-                result.aborted_transactions = []
-            reads.append((plog, read.size if read is not None else 0))
+            high = plog.high_watermark
+            result = FetchPartitionResult(p.partition, 0, high, high, plog.log_start_offset, b"",
+                                          [] if read_committed else None)
+            results.append(result)
             if read is not None and read.size:
+                reads.append((plog, read.size))
                 result.records = FileSlice(read.fd, read.position, read.size)
                 total += read.size
                 remaining -= read.size
                 min_one = False
+            else:
+                reads.append((plog, 0))
         # v4-v12 name topics (no topic_id field), and kio reads the zero uuid as None: an unknown topic is
         # answered with the zero uuid, as Kafka does.
         topic_id = info.topic_id if info else getattr(topic, "topic_id", None) or ZERO_UUID
