@@ -33,7 +33,7 @@ from bench.admin import create_topic
 from bench.cases import KIB, Bench
 from bench.driver import run_load
 from bench.peer import tansu_binary
-from bench.procs import Broker, Logway, recv_exact, scratch_dir
+from bench.procs import CLK_TCK, Broker, Logway, recv_exact, scratch_dir
 from bench.report import git_revision, machine
 from bench.settings import MB, Settings
 
@@ -99,7 +99,7 @@ def empty_fetches(broker: Broker, topic: str, ends: list[int], requests: int) ->
 
         for cid in range(5):  # warm up (the first requests load code paths and caches)
             once(cid)
-        cpu0, t0 = broker.cpu_seconds(), time.monotonic()
+        cpu0, sys0, t0 = broker.cpu_seconds(), system_seconds(broker.pid), time.monotonic()
         answered = data = 0
         for cid in range(5, 5 + requests):
             got_cid, partitions, record_bytes = once(cid)
@@ -108,11 +108,19 @@ def empty_fetches(broker: Broker, topic: str, ends: list[int], requests: int) ->
             answered += partitions
             data += record_bytes
         cpu, wall = broker.cpu_seconds() - cpu0, time.monotonic() - t0
+        kernel = system_seconds(broker.pid) - sys0
     if data:
         raise RuntimeError(f"{broker.name}: {data} record bytes answered (expected none)")
     # Kafka answers every partition asked for; a broker may leave out partitions without data (Tansu 0.6 does).
-    return {"cpu_ms_per_request": 1000 * cpu / requests, "wall_ms_per_request": 1000 * wall / requests,
+    return {"cpu_ms_per_request": 1000 * cpu / requests, "kernel_ms_per_request": 1000 * kernel / requests,
+            "wall_ms_per_request": 1000 * wall / requests,
             "partitions_answered": answered / requests}
+
+
+def system_seconds(pid: int) -> float:
+    """stime of a process (kernel time: syscalls such as send and recv), from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[12]) / CLK_TCK
 
 
 def open_files(pid: int) -> int:
@@ -311,7 +319,8 @@ def markdown(results: dict, info: dict, command: str) -> str:
                 ("conns", f"produce 1 KiB, 8 partitions, acks=1, from 100 librdkafka connections (2 processes), "
                  f"{info['conn_mb']} MiB per run", (("cpu_s_per_gb", "broker CPU s/GB"), ("mb_s", "MB/s"))),
                 ("fetch", "Fetch v11 of 1,000 partitions at their end (no new data), max_wait 0, one connection",
-                 (("cpu_ms_per_request", "broker CPU ms/request"), ("wall_ms_per_request", "round trip ms"),
+                 (("cpu_ms_per_request", "broker CPU ms/request"),
+                  ("kernel_ms_per_request", "of which kernel (stime) ms"), ("wall_ms_per_request", "round trip ms"),
                   ("partitions_answered", "partitions answered")))):
             if key not in results:
                 continue

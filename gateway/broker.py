@@ -306,8 +306,9 @@ class Broker:
         for event in self._waiters.pop((topic, partition), ()):
             event.set()
 
-    async def wait_for_append(self, keys: list[tuple[str, int]], deadline: float) -> None:
-        """Sleep until one of the partitions gets an append or trio's clock reaches ``deadline``."""
+    async def wait_for_append(self, keys: list[tuple[str, int]], deadline: float) -> bool:
+        """Sleep until one of the partitions gets an append or trio's clock reaches ``deadline``; True if woken by
+        an append."""
         event = trio.Event()
         for key in keys:
             self._waiters[key].add(event)
@@ -315,6 +316,7 @@ class Broker:
         try:
             with trio.move_on_at(deadline):
                 await event.wait()
+            return event.is_set()
         finally:
             self.stats.fetches_waiting -= 1
             for key in keys:

@@ -54,7 +54,6 @@ def _collect(ctx, request, names: list[str | None], reads: list[tuple[PartitionL
     error = False
     topics = []
     reads.clear()
-    partition = broker.partition
     read_committed = request.isolation_level == READ_COMMITTED
     for topic, name in zip(request.topics, names, strict=True):
         results = []
@@ -69,25 +68,31 @@ def _collect(ctx, request, names: list[str | None], reads: list[tuple[PartitionL
             partitions = ()
         else:
             partitions = topic.partitions
+        plogs = info.partitions if info is not None else ()  # Broker.partition's lookup, once per topic
         for p in partitions:
+            index = p.partition
+            if not 0 <= index < len(plogs):
+                results.append(FetchPartitionResult(index, ErrorCode.unknown_topic_or_partition, aborted_transactions=[]))
+                error = True
+                continue
+            plog = plogs[index]
+            high = plog.high_watermark
             try:
-                plog = partition(name, p.partition)
-                if p.fetch_offset == plog.log_end_offset:  # at the end: nothing to read (PartitionLog.read's empty slice)
+                if p.fetch_offset == high:  # a consumer reads up to the high watermark: nothing new here
                     read = None
                 else:
                     budget = max(0, min(p.partition_max_bytes, remaining))
                     read = plog.read(p.fetch_offset, budget, min_one=min_one) if budget or min_one else None
             except UnknownTopicOrPartition as exc:
-                results.append(FetchPartitionResult(p.partition, exc.error_code, aborted_transactions=[]))
+                results.append(FetchPartitionResult(index, exc.error_code, aborted_transactions=[]))
                 error = True
                 continue
             except Exception as exc:  # OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, KAFKA_STORAGE_ERROR, ...
                 results.append(FetchPartitionResult(
-                    p.partition, _error_code(exc, name, p.partition, p.fetch_offset, broker.stats)))
+                    index, _error_code(exc, name, index, p.fetch_offset, broker.stats)))
                 error = True
                 continue
-            high = plog.high_watermark
-            result = FetchPartitionResult(p.partition, 0, high, high, plog.log_start_offset, b"",
+            result = FetchPartitionResult(index, 0, high, high, plog.log_start_offset, b"",
                                           [] if read_committed else None)
             results.append(result)
             if read is not None and read.size:
@@ -129,19 +134,29 @@ async def handle(ctx, request):
         names = [t.topic for t in request.topics]
     max_wait = request.max_wait.total_seconds()
     deadline = trio.current_time() + max_wait
-    keys = [(n, p.partition) for t, n in zip(request.topics, names, strict=True) if n for p in t.partitions]
     # KafkaApis.handleFetchRequest: a consumer needs TOPIC READ; other topics answer TOPIC_AUTHORIZATION_FAILED.
     denied = ctx.denied_topics(Operation.READ, (n for n in names if n is not None))
     if denied:
         names = [_Denied(n) if n in denied else n for n in names]
-        keys = [k for k in keys if k[0] not in denied]
+    keys: list[tuple[str, int]] | None = None  # the partitions to wake up for, listed once a wait is needed
     reads: list[tuple[PartitionLog, int]] = []
     while True:
         topics, total, error = _collect(ctx, request, names, reads)
-        if total >= request.min_bytes or error or not keys or trio.current_time() >= deadline:
+        if total >= request.min_bytes or error or trio.current_time() >= deadline:
             break
-        await broker.wait_for_append(keys, deadline)
+        if keys is None:
+            keys = [(n, p.partition) for t, n in zip(request.topics, names, strict=True)
+                    if n and n not in denied for p in t.partitions]
+        if not keys:
+            break
+        if not await broker.wait_for_append(keys, deadline) and not total:
+            # No append to these partitions while waiting: the answer is the one just collected (nothing was
+            # read, so it holds no file slices), as if sent when the wait began; Kafka's DelayedFetch reads
+            # again on expiry, which would find the same (empty) data at 1,000 partitions' cost.
+            break
     for plog, size in reads:  # Kafka's BytesOutPerSec and TotalFetchRequestsPerSec, for the answer sent
-        plog.counters.fetch_requests += 1
-        plog.counters.bytes_out += size
+        counters = plog.counters
+        counters.fetch_requests += 1
+        if size:
+            counters.bytes_out += size
     return encode_fetch_response(ctx.version, ctx.header.correlation_id, topics)
