@@ -295,6 +295,34 @@ def log_size_case(bench: Bench, args: argparse.Namespace) -> dict[str, float]:
     return out
 
 
+def busy_stacks(raw: Path) -> Path:
+    """The raw py-spy stacks without idle threads: with --native, an idle trio worker thread waits in
+    PyThread_acquire_lock and the loop in epoll_wait, which bench.profile's idle rule does not catch."""
+    busy = raw.with_suffix(".busy.txt")
+    lines = [line for line in raw.read_text().splitlines()
+             if "PyThread_acquire_lock" not in line and not line.rpartition(" ")[0].endswith(("epoll_wait (libc.so.6)",))]
+    busy.write_text("\n".join(lines) + "\n")
+    return busy
+
+
+def profile_tables(out_dir: Path, top: int = 15) -> str:
+    """The hottest functions (self share of busy samples) of each profiled Logway run, as markdown."""
+    from bench.profile import summarize
+
+    lines = []
+    for raw in sorted(out_dir.glob("pyspy-*.txt")):
+        if raw.name.endswith(".busy.txt"):
+            continue
+        summary = summarize(busy_stacks(raw), top=top)
+        lines += [f"py-spy `{raw.name}` ({summary['samples']} busy samples at 250 Hz, --native):", "",
+                  "| function | self % | | Logway function (inclusive) | total % |", "| --- | --- | --- | --- | --- |"]
+        for a, b in zip(summary["top"], summary["top_total"] + [None] * top, strict=False):
+            right = f"{b['function']} | {b['total_pct']:.1f}" if b else " | "
+            lines.append(f"| {a['function']} | {a['self_pct']:.1f} | | {right} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def cell(values: list[float]) -> str:
     if not values:
         return "–"
@@ -406,15 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     info["load_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     md = markdown(results, info, "python -m bench.request_cost " + " ".join(sys.argv[1:] if argv is None else argv))
     if args.profile:
-        from bench.profile import summarize
-
-        for raw in sorted(args.profile.glob("pyspy-*.txt")):
-            summary = summarize(raw, top=20)
-            print(f"\n### {raw.name}: {summary['samples']} busy samples")
-            for row in summary["top"]:
-                print(f"  self {row['self_pct']:5.1f}%  {row['function']}")
-            for row in summary["top_total"]:
-                print(f"  total {row['total_pct']:5.1f}%  {row['function']}")
+        md += "\n" + profile_tables(args.profile)
     if args.write_latest:
         write_latest(md)
     print(md)
