@@ -24,6 +24,7 @@ import struct
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -33,7 +34,7 @@ from bench.admin import create_topic
 from bench.cases import KIB, Bench
 from bench.driver import run_load
 from bench.peer import tansu_binary
-from bench.procs import CLK_TCK, Broker, Logway, recv_exact, scratch_dir
+from bench.procs import CLK_TCK, Broker, Logway, free_port, recv_exact, scratch_dir
 from bench.report import git_revision, machine
 from bench.settings import MB, Settings
 
@@ -123,6 +124,17 @@ def system_seconds(pid: int) -> float:
         return int(f.read().rsplit(")", 1)[1].split()[12]) / CLK_TCK
 
 
+def produce_requests(broker: Broker) -> int | None:
+    """Produce requests the broker has answered so far, from its Prometheus endpoint (Logway only)."""
+    port = getattr(broker, "overrides", {}).get("metrics.port")
+    if port is None:
+        return None
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as response:
+        text = response.read().decode()
+    return sum(int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines()
+               if line.startswith('kafka_network_requestmetrics_requests_total{request="Produce"'))
+
+
 def open_files(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
@@ -172,8 +184,8 @@ class BaselineLogway(Logway):
 
     name = "baseline"
 
-    def __init__(self, workdir: Path, tree: Path) -> None:
-        super().__init__(workdir)
+    def __init__(self, workdir: Path, tree: Path, overrides: dict[str, str] | None = None) -> None:
+        super().__init__(workdir, overrides)
         # PYTHONPATH holds a directory with `logway` -> the tree, found before the editable install.
         self.pkg = workdir / "pkg"
         self.pkg.mkdir(parents=True, exist_ok=True)
@@ -188,9 +200,11 @@ def brokers(bench: Bench, args: argparse.Namespace, peers: bool = True) -> Itera
     """Logway, the baseline tree if given, and (with ``peers``) Tansu, started; cleaned up afterwards."""
     started: list[Broker] = []
     try:
-        candidates: list[Broker] = [Logway(scratch_dir("logway"))]
+        # The metrics endpoint counts Produce requests, for the CPU per request.
+        candidates: list[Broker] = [Logway(scratch_dir("logway"), {"metrics.port": str(free_port())})]
         if args.baseline:
-            candidates.append(BaselineLogway(scratch_dir("baseline"), args.baseline))
+            candidates.append(BaselineLogway(scratch_dir("baseline"), args.baseline,
+                                             {"metrics.port": str(free_port())}))
         if peers and bench.s.peers:
             candidates.append(bench.broker("tansu"))
         for broker in candidates:
@@ -212,12 +226,16 @@ def connections_case(bench: Bench, args: argparse.Namespace) -> dict[str, list[d
         specs = [{"mode": "rdkafka.produce", "topic": topic, "count": count // 2, "size": KIB, "acks": "1",
                   "producers": 50} for _ in range(2)]
         with Profiler(args.profile if i >= 0 else None, broker, f"conns-{i}"):
-            kernel0 = system_seconds(broker.pid)
+            kernel0, requests0 = system_seconds(broker.pid), produce_requests(broker)
             run = run_load(broker, specs, timeout=600)
-            kernel = system_seconds(broker.pid) - kernel0
+            kernel, requests1 = system_seconds(broker.pid) - kernel0, produce_requests(broker)
         nbytes = run.total("bytes")
+        per_request = {}
+        if requests0 is not None and requests1 is not None and requests1 > requests0:
+            n = requests1 - requests0
+            per_request = {"cpu_us_per_request": 1e6 * run.broker_cpu_s / n, "kib_per_request": nbytes / n / KIB}
         return {"cpu_s_per_gb": run.broker_cpu_s / (nbytes / 1e9), "kernel_s_per_gb": kernel / (nbytes / 1e9),
-                "mb_s": nbytes / run.span_s / 1e6,
+                **per_request, "mb_s": nbytes / run.span_s / 1e6,
                 "errors": run.total("errors"), "other_cores": run.other_cores}
 
     with brokers(bench, args) as started:
@@ -351,7 +369,8 @@ def markdown(results: dict, info: dict, command: str) -> str:
         for key, label, metrics in (
                 ("conns", f"produce 1 KiB, 8 partitions, acks=1, from 100 librdkafka connections (2 processes), "
                  f"{info['conn_mb']} MiB per run", (("cpu_s_per_gb", "broker CPU s/GB"), ("kernel_s_per_gb", "of which kernel (stime) s/GB"),
-                  ("mb_s", "MB/s"))),
+                  ("cpu_us_per_request", "broker CPU µs per Produce request"),
+                  ("kib_per_request", "KiB of records per Produce request"), ("mb_s", "MB/s"))),
                 ("fetch", "Fetch v11 of 1,000 partitions at their end (no new data), max_wait 0, one connection",
                  (("cpu_ms_per_request", "broker CPU ms/request"),
                   ("kernel_ms_per_request", "of which kernel (stime) ms"), ("wall_ms_per_request", "round trip ms"),
@@ -360,7 +379,7 @@ def markdown(results: dict, info: dict, command: str) -> str:
                 continue
             runs = results[key]
             for n, (metric, mlabel) in enumerate(metrics):
-                vals = {b: [r[metric] for r in runs.get(b, [])] for b in names}
+                vals = {b: [r[metric] for r in runs.get(b, []) if metric in r] for b in names}
                 lines.append(f"| {label if n == 0 else ''} | {mlabel} | " + " | ".join(cell(vals[b]) for b in names)
                              + " | " + " | ".join(ratio(vals[a], vals[b]) for a, b in pairs) + " |")
         lines.append("")
