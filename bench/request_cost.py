@@ -35,7 +35,7 @@ from bench.cases import KIB, Bench
 from bench.driver import run_load
 from bench.peer import tansu_binary
 from bench.procs import CLK_TCK, Broker, Logway, free_port, recv_exact, scratch_dir
-from bench.report import git_revision, machine
+from bench.report import fmt, git_revision, machine
 from bench.settings import MB, Settings
 
 HERE = Path(__file__).resolve().parent
@@ -344,7 +344,7 @@ def profile_tables(out_dir: Path, top: int = 15) -> str:
 def cell(values: list[float]) -> str:
     if not values:
         return "–"
-    return f"{statistics.median(values):.3g} ({min(values):.3g}–{max(values):.3g})"
+    return f"{fmt(statistics.median(values))} ({fmt(min(values))}–{fmt(max(values))})"
 
 
 def ratio(a: list[float], b: list[float]) -> str:
@@ -382,6 +382,10 @@ def markdown(results: dict, info: dict, command: str) -> str:
                 vals = {b: [r[metric] for r in runs.get(b, []) if metric in r] for b in names}
                 lines.append(f"| {label if n == 0 else ''} | {mlabel} | " + " | ".join(cell(vals[b]) for b in names)
                              + " | " + " | ".join(ratio(vals[a], vals[b]) for a, b in pairs) + " |")
+        if "fetch" in results:
+            lines += ["", "Kafka answers every partition of a sessionless Fetch (about 41 bytes each here, 41 KB per "
+                      "response); Tansu 0.6 leaves out the partitions without new data, so its answer is a few bytes "
+                      "and its CPU figure is for less work."]
         lines.append("")
     if "partitions" in results:
         p = results["partitions"]
