@@ -47,12 +47,12 @@ _FETCH_BODY = struct.Struct(">iiiibii")  # replica, max_wait, min_bytes, max_byt
 _FETCH_PARTITION = struct.Struct(">iiqqi")  # partition, current_leader_epoch, fetch_offset, log_start, max_bytes
 
 
-def fetch_request(correlation_id: int, topic: str, offsets: list[int]) -> bytes:
-    """A size-prefixed Fetch v11 request for partitions 0..n-1 of ``topic`` at ``offsets``: max_wait 0, min_bytes 1."""
+def fetch_request(correlation_id: int, topic: str, offsets: list[int], max_wait_ms: int = 0) -> bytes:
+    """A size-prefixed Fetch v11 request for partitions 0..n-1 of ``topic`` at ``offsets``, min_bytes 1."""
     client = b"request-cost"
     name = topic.encode()
     parts = [_FETCH_HEAD.pack(1, 11, correlation_id, len(client)), client,
-             _FETCH_BODY.pack(-1, 0, 1, 50 * MB, 0, 0, -1), struct.pack(">ih", 1, len(name)), name,
+             _FETCH_BODY.pack(-1, max_wait_ms, 1, 50 * MB, 0, 0, -1), struct.pack(">ih", 1, len(name)), name,
              struct.pack(">i", len(offsets))]
     parts += [_FETCH_PARTITION.pack(p, -1, offset, -1, MB) for p, offset in enumerate(offsets)]
     parts += [struct.pack(">ih", 0, 0)]  # forgotten_topics_data, rack_id
@@ -90,11 +90,11 @@ def fill_partitions(broker: Broker, topic: str, partitions: int, per_partition: 
     return [per_partition] * partitions
 
 
-def empty_fetches(broker: Broker, topic: str, ends: list[int], requests: int) -> dict[str, float]:
+def empty_fetches(broker: Broker, topic: str, ends: list[int], requests: int, max_wait_ms: int = 0) -> dict[str, float]:
     """Send ``requests`` Fetch requests one after another on one connection, every partition at its end."""
     with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as sock:
         def once(cid: int) -> tuple[int, int, int]:
-            sock.sendall(fetch_request(cid, topic, ends))
+            sock.sendall(fetch_request(cid, topic, ends, max_wait_ms))
             (size,) = struct.unpack(">i", recv_exact(sock, 4))
             return fetch_response_summary(recv_exact(sock, size))
 
@@ -255,7 +255,11 @@ def empty_fetch_case(bench: Bench, args: argparse.Namespace) -> dict[str, list[d
 
         def run_once(broker: Broker, i: int) -> dict[str, float]:
             with Profiler(args.profile, broker, f"fetch-{i}"):
-                return empty_fetches(broker, "wide", ends[broker.name], args.fetch_requests)
+                result = empty_fetches(broker, "wide", ends[broker.name], args.fetch_requests)
+            # The long poll a consumer sends (librdkafka's fetch.wait.max.ms is 500, the bench's 100): each request
+            # waits max_wait for an append, so it also pays for registering its 1,000 partitions' wake-ups.
+            poll = empty_fetches(broker, "wide", ends[broker.name], args.poll_requests, max_wait_ms=100)
+            return {**result, "poll_cpu_ms_per_request": poll["cpu_ms_per_request"]}
 
         return alternate(started, args.runs, run_once)
 
@@ -374,7 +378,8 @@ def markdown(results: dict, info: dict, command: str) -> str:
                 ("fetch", "Fetch v11 of 1,000 partitions at their end (no new data), max_wait 0, one connection",
                  (("cpu_ms_per_request", "broker CPU ms/request"),
                   ("kernel_ms_per_request", "of which kernel (stime) ms"), ("wall_ms_per_request", "round trip ms"),
-                  ("partitions_answered", "partitions answered")))):
+                  ("partitions_answered", "partitions answered"),
+                  ("poll_cpu_ms_per_request", "the same with max_wait 100 ms (a long poll): broker CPU ms/request")))):
             if key not in results:
                 continue
             runs = results[key]
@@ -429,6 +434,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--conn-mb", type=int, default=128, help="MiB produced per run from 100 connections")
     p.add_argument("--fetch-partitions", type=int, default=1000)
     p.add_argument("--fetch-requests", type=int, default=300)
+    p.add_argument("--poll-requests", type=int, default=40, help="long-poll (max_wait 100 ms) fetches per run")
     p.add_argument("--partitions", type=int, default=10000, help="partitions of the memory/open-files case")
     p.add_argument("--log-gb", type=float, nargs="+", default=[1.0, 4.0])
     p.add_argument("--peers", default="tansu", help="tansu, or '' for Logway alone")

@@ -138,15 +138,17 @@ async def handle(ctx, request):
     denied = ctx.denied_topics(Operation.READ, (n for n in names if n is not None))
     if denied:
         names = [_Denied(n) if n in denied else n for n in names]
-    keys: list[tuple[str, int]] | None = None  # the partitions to wake up for, listed once a wait is needed
+    keys: dict[str, set[int]] | None = None  # the partitions to wake up for (by topic), once a wait is needed
     reads: list[tuple[PartitionLog, int]] = []
     while True:
         topics, total, error = _collect(ctx, request, names, reads)
         if total >= request.min_bytes or error or trio.current_time() >= deadline:
             break
         if keys is None:
-            keys = [(n, p.partition) for t, n in zip(request.topics, names, strict=True)
-                    if n and n not in denied for p in t.partitions]
+            keys = {}
+            for t, n in zip(request.topics, names, strict=True):
+                if n and n not in denied and t.partitions:
+                    keys.setdefault(n, set()).update(p.partition for p in t.partitions)
         if not keys:
             break
         if not await broker.wait_for_append(keys, deadline) and not total:
