@@ -259,7 +259,12 @@ def empty_fetch_case(bench: Bench, args: argparse.Namespace) -> dict[str, list[d
             # The long poll a consumer sends (librdkafka's fetch.wait.max.ms is 500, the bench's 100): each request
             # waits max_wait for an append, so it also pays for registering its 1,000 partitions' wake-ups.
             poll = empty_fetches(broker, "wide", ends[broker.name], args.poll_requests, max_wait_ms=100)
-            return {**result, "poll_cpu_ms_per_request": poll["cpu_ms_per_request"]}
+            # What the broker spends with no request at all (timers, retention and flush loops), which the
+            # 100 ms of each long poll include.
+            cpu0 = broker.cpu_seconds()
+            time.sleep(2.0)
+            idle = (broker.cpu_seconds() - cpu0) / 2.0
+            return {**result, "poll_cpu_ms_per_request": poll["cpu_ms_per_request"], "idle_cpu_ms_per_100ms": 100 * idle}
 
         return alternate(started, args.runs, run_once)
 
@@ -379,7 +384,8 @@ def markdown(results: dict, info: dict, command: str) -> str:
                  (("cpu_ms_per_request", "broker CPU ms/request"),
                   ("kernel_ms_per_request", "of which kernel (stime) ms"), ("wall_ms_per_request", "round trip ms"),
                   ("partitions_answered", "partitions answered"),
-                  ("poll_cpu_ms_per_request", "the same with max_wait 100 ms (a long poll): broker CPU ms/request")))):
+                  ("poll_cpu_ms_per_request", "the same with max_wait 100 ms (a long poll): broker CPU ms/request"),
+                  ("idle_cpu_ms_per_100ms", "broker CPU ms per 100 ms idle (part of each long poll)")))):
             if key not in results:
                 continue
             runs = results[key]
