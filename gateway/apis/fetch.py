@@ -69,40 +69,43 @@ def _collect(ctx, request, names: list[str | None], reads: list[tuple[PartitionL
         else:
             partitions = topic.partitions
         plogs = info.partitions if info is not None else ()  # Broker.partition's lookup, once per topic
+        count = len(plogs)
+        add, note_read = results.append, reads.append
         for p in partitions:
             index = p.partition
-            if not 0 <= index < len(plogs):
-                results.append(FetchPartitionResult(index, ErrorCode.unknown_topic_or_partition, aborted_transactions=[]))
+            if not 0 <= index < count:
+                add(FetchPartitionResult(index, ErrorCode.unknown_topic_or_partition, aborted_transactions=[]))
                 error = True
                 continue
             plog = plogs[index]
             high = plog.high_watermark
+            if p.fetch_offset == high:  # a consumer reads up to the high watermark: nothing new here
+                add(FetchPartitionResult(index, 0, high, high, plog.log_start_offset, b"",
+                                         [] if read_committed else None))
+                note_read((plog, 0))
+                continue
             try:
-                if p.fetch_offset == high:  # a consumer reads up to the high watermark: nothing new here
-                    read = None
-                else:
-                    budget = max(0, min(p.partition_max_bytes, remaining))
-                    read = plog.read(p.fetch_offset, budget, min_one=min_one) if budget or min_one else None
+                budget = max(0, min(p.partition_max_bytes, remaining))
+                read = plog.read(p.fetch_offset, budget, min_one=min_one) if budget or min_one else None
             except UnknownTopicOrPartition as exc:
-                results.append(FetchPartitionResult(index, exc.error_code, aborted_transactions=[]))
+                add(FetchPartitionResult(index, exc.error_code, aborted_transactions=[]))
                 error = True
                 continue
             except Exception as exc:  # OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, KAFKA_STORAGE_ERROR, ...
-                results.append(FetchPartitionResult(
-                    index, _error_code(exc, name, index, p.fetch_offset, broker.stats)))
+                add(FetchPartitionResult(index, _error_code(exc, name, index, p.fetch_offset, broker.stats)))
                 error = True
                 continue
             result = FetchPartitionResult(index, 0, high, high, plog.log_start_offset, b"",
                                           [] if read_committed else None)
-            results.append(result)
+            add(result)
             if read is not None and read.size:
-                reads.append((plog, read.size))
+                note_read((plog, read.size))
                 result.records = FileSlice(read.fd, read.position, read.size)
                 total += read.size
                 remaining -= read.size
                 min_one = False
             else:
-                reads.append((plog, 0))
+                note_read((plog, 0))
         # v4-v12 name topics (no topic_id field), and kio reads the zero uuid as None: an unknown topic is
         # answered with the zero uuid, as Kafka does.
         topic_id = info.topic_id if info else getattr(topic, "topic_id", None) or ZERO_UUID
