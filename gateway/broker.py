@@ -11,8 +11,7 @@ import base64
 import logging
 import time
 import uuid
-from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from functools import partial
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import trio
 from logway.coordinator.producer_ids import ProducerIdManager
 from logway.gateway.config import ServerConfig, parse_properties
 from logway.gateway.dynamic_broker_config import DynamicBrokerConfigs
+from logway.gateway.fetch_waiters import FetchWaiters
 from logway.gateway.groups import GroupService
 from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.security.authorizer import ACL_FILE, Authorizer
@@ -68,7 +68,7 @@ class Broker:
             cleaner_config=config.cleaner_config, max_open_segments=config.max_open_segments,
         )
         self.cluster_id = ""
-        self._waiters: defaultdict[tuple[str, int], set[trio.Event]] = defaultdict(set)
+        self._waiters = FetchWaiters()
         self._creation_lock = trio.Lock()
         self._acl_write_lock = trio.Lock()
         # None without authorizer.class.name: no authorization at all, as Kafka.
@@ -306,23 +306,13 @@ class Broker:
     # --- appends wake fetches -----------------------------------------------------------------------
 
     def notify_append(self, topic: str, partition: int) -> None:
-        for event in self._waiters.pop((topic, partition), ()):
-            event.set()
+        self._waiters.notify(topic, partition)
 
-    async def wait_for_append(self, keys: list[tuple[str, int]], deadline: float) -> None:
-        """Sleep until one of the partitions gets an append or trio's clock reaches ``deadline``."""
-        event = trio.Event()
-        for key in keys:
-            self._waiters[key].add(event)
+    async def wait_for_append(self, partitions: Mapping[str, Collection[int]], deadline: float) -> bool:
+        """Sleep until one of the partitions (by topic) gets an append or trio's clock reaches ``deadline``; True
+        if woken by an append."""
         self.stats.fetches_waiting += 1
         try:
-            with trio.move_on_at(deadline):
-                await event.wait()
+            return await self._waiters.wait(partitions, deadline)
         finally:
             self.stats.fetches_waiting -= 1
-            for key in keys:
-                waiters = self._waiters.get(key)
-                if waiters is not None:
-                    waiters.discard(event)
-                    if not waiters:
-                        del self._waiters[key]

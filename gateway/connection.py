@@ -100,7 +100,9 @@ class Connection:
             # Others wait for memory: give back what this connection does not hold a request in (Kafka
             # frees a request's buffer once it is handled).
             self._resize(max(_BASE_BUFFER, self.end - self.start))
+        received = False
         while self.end - self.start < 4:
+            received = True
             try:
                 await self._receive(4)
             except ConnectionClosed:
@@ -113,11 +115,16 @@ class Connection:
             raise MalformedRequest(f"frame of {size} bytes is larger than {self.max_frame_key}={limit} or negative")
         total = 4 + size
         while self.end - self.start < total:
+            received = True
             try:
                 await self._receive(total)
             except ConnectionClosed:
                 have = self.end - self.start - 4
                 raise MalformedRequest(f"truncated frame: connection closed after {have} of {size} bytes") from None
+        if not received:
+            # The frame was already in the buffer (pipelined): let the other connections run first. A receive
+            # has yielded already (it waited for bytes, or checkpointed), so each request passes the loop once.
+            await trio.lowlevel.checkpoint()
         frame = self.view[self.start + 4 : self.start + total]
         self.start += total
         return frame
@@ -130,6 +137,7 @@ class Connection:
                 self._resize(len(self.buf))
             elif self.end == len(self.buf):
                 await self._grow(need)
+        waited = False
         while True:
             size = len(self.buf)  # the buffer may be given back while waiting with nothing in it
             stop = size if need < _READ_AHEAD else min(size, max(self.start + need, self.end + _READ_AHEAD))
@@ -138,7 +146,11 @@ class Connection:
                 break
             except BlockingIOError:
                 await self._wait_readable()
-        await trio.lowlevel.checkpoint()
+                waited = True
+        if not waited:
+            # Bytes were there at once (a pipelining client): let the other connections run before this one
+            # goes on. After a wait for bytes the task has just been scheduled: no second trip through the loop.
+            await trio.lowlevel.checkpoint()
         if n == 0:
             raise ConnectionClosed()
         self.end += n
@@ -213,6 +225,8 @@ class Connection:
         self.start, self.end = 0, pending
 
     async def send_all(self, data: bytes | memoryview) -> None:
+        """Send all of ``data``. Only a cancellation point, not a trip through the scheduler: the next receive
+        yields to the other connections (it waits for bytes or checkpoints), once per request."""
         view = memoryview(data)
         while view:
             try:
@@ -222,7 +236,7 @@ class Connection:
                 continue
             self.io_bytes += n
             view = view[n:]
-        await trio.lowlevel.checkpoint()
+        await trio.lowlevel.checkpoint_if_cancelled()
 
     async def send_file(self, piece: FileSlice) -> None:
         """os.sendfile from a segment file straight to the socket (the zero-copy path of the seeds)."""

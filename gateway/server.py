@@ -14,6 +14,7 @@ from logway.gateway.broker import Broker
 from logway.gateway.config import Listener, ServerConfig, canonical_ip
 from logway.gateway.connection import Connection
 from logway.gateway.connection_limits import ConnectionQuotas, expire_idle_connections
+from logway.gateway.gc_policy import tune_after_startup
 from logway.gateway.metrics.http import open_metrics_listeners, serve_metrics
 from logway.gateway.request_memory import RequestMemory, budget_bytes
 from logway.gateway.security.sasl import SaslSession, sasl_gate
@@ -178,6 +179,7 @@ async def serve(config: ServerConfig) -> None:
         for bound in [b for _, b in listeners] + metrics_listeners:
             await bound.aclose()
         raise StartupError(f"log.dirs={','.join(config.log_dirs)}: cannot open the log: {exc}") from exc
+    tune_after_startup()
     try:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async with trio.open_nursery() as nursery:

@@ -24,6 +24,12 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _PARTITION_HEAD = struct.Struct(">ihq")  # partition_index, error_code, high_watermark
 _Q2 = struct.Struct(">qq")
+# A partition with no records, a null aborted-transactions list and no preferred replica (an empty fetch's every
+# partition) is one pack of partition_index, error_code, high_watermark, last_stable_offset (and log_start_offset
+# from v5) followed by constant bytes: the null array, preferred_read_replica -1 (v11+) and the records length 0
+# (in flexible versions the compact null 0, compact length 1 and the empty tagged fields).
+_EMPTY_HEAD_V4 = struct.Struct(">ihqq")
+_EMPTY_HEAD_V5 = struct.Struct(">ihqqq")
 
 
 @dataclass(slots=True, frozen=True)
@@ -64,6 +70,16 @@ def _array_len(out: bytearray, n: int, flexible: bool) -> None:
         out += _I32.pack(n)
 
 
+def _empty_tail(version: int) -> bytes:
+    """The bytes after log_start_offset of a partition without records, aborted list or preferred replica."""
+    if version >= 12:
+        return b"\x00" + _I32.pack(-1) + b"\x01\x00"
+    return _I32.pack(-1) + (_I32.pack(-1) if version >= 11 else b"") + _I32.pack(0)
+
+
+_EMPTY_TAILS = {version: _empty_tail(version) for version in range(4, 18)}
+
+
 def encode_fetch_response(
     version: int,
     correlation_id: int,
@@ -85,6 +101,8 @@ def encode_fetch_response(
         out += _I32.pack(session_id)
     _array_len(out, len(topics), flexible)
     total = 0
+    empty_head = _EMPTY_HEAD_V5 if version >= 5 else _EMPTY_HEAD_V4
+    empty_tail = _EMPTY_TAILS[version]
     for topic in topics:
         if version >= 13:
             out += topic.topic_id.bytes
@@ -97,6 +115,14 @@ def encode_fetch_response(
             out += name
         _array_len(out, len(topic.partitions), flexible)
         for p in topic.partitions:
+            if p.aborted_transactions is None and p.records == b"" and p.preferred_read_replica == -1:
+                if version >= 5:
+                    out += empty_head.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset,
+                                           p.log_start_offset)
+                else:
+                    out += empty_head.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset)
+                out += empty_tail
+                continue
             out += _PARTITION_HEAD.pack(p.partition_index, p.error_code, p.high_watermark)
             out += _I64.pack(p.last_stable_offset)
             if version >= 5:

@@ -56,52 +56,63 @@ def _collect(ctx, request, names: list[str | None], reads: list[tuple[PartitionL
     error = False
     topics = []
     reads.clear()
+    read_committed = request.isolation_level == READ_COMMITTED
     for topic, name in zip(request.topics, names, strict=True):
         results = []
         info = broker.logs.topics.get(name) if name is not None else None
-        for p in topic.partitions:
-            # Kafka answers an unknown topic or partition with an empty aborted-transactions list (its error
-            # response), and a failed read (OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, ...) with a null list and -1
-            # offsets (ReplicaManager's LogReadResult of the exception, FetchDataInfo.empty).
-            result = FetchPartitionResult(p.partition, aborted_transactions=[])
-            results.append(result)
-            if name is None:
-                result.error_code = ErrorCode.unknown_topic_id
+        # Kafka answers an unknown topic or partition with an empty aborted-transactions list (its error
+        # response), and a failed read (OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, ...) with a null list and -1
+        # offsets (ReplicaManager's LogReadResult of the exception, FetchDataInfo.empty).
+        if name is None or isinstance(name, _Denied):
+            code = ErrorCode.unknown_topic_id if name is None else ErrorCode.topic_authorization_failed
+            results = [FetchPartitionResult(p.partition, code, aborted_transactions=[]) for p in topic.partitions]
+            error = error or bool(results)
+            partitions = ()
+        else:
+            partitions = topic.partitions
+        plogs = info.partitions if info is not None else ()  # Broker.partition's lookup, once per topic
+        count = len(plogs)
+        add, note_read = results.append, reads.append
+        for p in partitions:
+            index = p.partition
+            if not 0 <= index < count:
+                add(FetchPartitionResult(index, ErrorCode.unknown_topic_or_partition, aborted_transactions=[]))
                 error = True
                 continue
-            if isinstance(name, _Denied):
-                result.error_code = ErrorCode.topic_authorization_failed
-                error = True
+            plog = plogs[index]
+            high = plog.high_watermark
+            if p.fetch_offset == high:  # a consumer reads up to the high watermark: nothing new here
+                add(FetchPartitionResult(index, 0, high, plog.last_stable_offset, plog.log_start_offset, b"",
+                                         [] if read_committed else None))
+                note_read((plog, 0))
                 continue
             try:
-                plog = broker.partition(name, p.partition)
                 budget = max(0, min(p.partition_max_bytes, remaining))
                 # READ_COMMITTED reads stop at the last stable offset (Kafka's FetchIsolation.TXN_COMMITTED).
                 lso = plog.last_stable_offset if read_committed else None
                 read = plog.read(p.fetch_offset, budget, min_one=min_one, max_offset=lso) if budget or min_one else None
             except UnknownTopicOrPartition as exc:
-                result.error_code = exc.error_code
+                add(FetchPartitionResult(index, exc.error_code, aborted_transactions=[]))
                 error = True
                 continue
             except Exception as exc:  # OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, KAFKA_STORAGE_ERROR, ...
-                result.error_code = _error_code(exc, name, p.partition, p.fetch_offset, broker.stats)
-                result.aborted_transactions = None
+                add(FetchPartitionResult(index, _error_code(exc, name, index, p.fetch_offset, broker.stats)))
                 error = True
                 continue
-            result.aborted_transactions = None
-            result.high_watermark = plog.high_watermark
-            result.last_stable_offset = plog.last_stable_offset
-            result.log_start_offset = plog.log_start_offset
+            result = FetchPartitionResult(index, 0, high, plog.last_stable_offset, plog.log_start_offset, b"", None)
             if read_committed:
                 # The aborted transactions overlapping the data sent (Kafka's collectAbortedTransactions).
                 has_data = read is not None and read.size
                 result.aborted_transactions = plog.aborted_transactions(p.fetch_offset, lso) if has_data else []
-            reads.append((plog, read.size if read is not None else 0))
+            add(result)
             if read is not None and read.size:
+                note_read((plog, read.size))
                 result.records = FileSlice(read.fd, read.position, read.size)
                 total += read.size
                 remaining -= read.size
                 min_one = False
+            else:
+                note_read((plog, 0))
         # v4-v12 name topics (no topic_id field), and kio reads the zero uuid as None: an unknown topic is
         # answered with the zero uuid, as Kafka does.
         topic_id = info.topic_id if info else getattr(topic, "topic_id", None) or ZERO_UUID
@@ -133,19 +144,31 @@ async def handle(ctx, request):
         names = [t.topic for t in request.topics]
     max_wait = request.max_wait.total_seconds()
     deadline = trio.current_time() + max_wait
-    keys = [(n, p.partition) for t, n in zip(request.topics, names, strict=True) if n for p in t.partitions]
     # KafkaApis.handleFetchRequest: a consumer needs TOPIC READ; other topics answer TOPIC_AUTHORIZATION_FAILED.
     denied = ctx.denied_topics(Operation.READ, (n for n in names if n is not None))
     if denied:
         names = [_Denied(n) if n in denied else n for n in names]
-        keys = [k for k in keys if k[0] not in denied]
+    keys: dict[str, set[int]] | None = None  # the partitions to wake up for (by topic), once a wait is needed
     reads: list[tuple[PartitionLog, int]] = []
     while True:
         topics, total, error = _collect(ctx, request, names, reads)
-        if total >= request.min_bytes or error or not keys or trio.current_time() >= deadline:
+        if total >= request.min_bytes or error or trio.current_time() >= deadline:
             break
-        await broker.wait_for_append(keys, deadline)
+        if keys is None:
+            keys = {}
+            for t, n in zip(request.topics, names, strict=True):
+                if n and n not in denied and t.partitions:
+                    keys.setdefault(n, set()).update(p.partition for p in t.partitions)
+        if not keys:
+            break
+        if not await broker.wait_for_append(keys, deadline) and not total:
+            # No append to these partitions while waiting: the answer is the one just collected (nothing was
+            # read, so it holds no file slices), as if sent when the wait began; Kafka's DelayedFetch reads
+            # again on expiry, which would find the same (empty) data at 1,000 partitions' cost.
+            break
     for plog, size in reads:  # Kafka's BytesOutPerSec and TotalFetchRequestsPerSec, for the answer sent
-        plog.counters.fetch_requests += 1
-        plog.counters.bytes_out += size
+        counters = plog.counters
+        counters.fetch_requests += 1
+        if size:
+            counters.bytes_out += size
     return encode_fetch_response(ctx.version, ctx.header.correlation_id, topics)

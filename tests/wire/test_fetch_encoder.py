@@ -68,3 +68,16 @@ def test_file_slices_stand_in_for_record_bytes():
             assert FileSlice(fd, 100, 5000) in chunks
             expanded = b"".join(os.pread(c.fd, c.size, c.position) if isinstance(c, FileSlice) else c for c in chunks)
             assert expanded == b"".join(encode_fetch_response(version, 7, as_bytes))
+
+
+def test_empty_partitions_packed_in_one_step_are_byte_equal_to_kio():
+    """The one-pack path for partitions with no records and no aborted list (an empty fetch), every version."""
+    empty = [FetchPartitionResult(i, error_code=i % 2, high_watermark=10 * i, last_stable_offset=10 * i - 1,
+                                  log_start_offset=i, records=b"", aborted_transactions=None,
+                                  preferred_read_replica=-1) for i in range(5)]
+    mixed = [*empty, FetchPartitionResult(9, records=b"", aborted_transactions=[]),
+             FetchPartitionResult(8, records=None, aborted_transactions=None)]
+    for version in range(4, 18):
+        for partitions in (empty, mixed):
+            result = [FetchTopicResult("wide", uuid.UUID(int=7), partitions)]
+            assert b"".join(encode_fetch_response(version, 3, result)) == kio_bytes(version, 3, result)
