@@ -1,0 +1,58 @@
+"""Issue 15's consume investigation: `python -m bench.consume_investigation [--mb 512] [--runs 2]`.
+
+Starts Logway and Tansu, writes the same backlog to each, then alternates traced librdkafka consumes
+(bench.consume_trace) over client-setting variants, printing throughput and the fetch trace of each run as
+JSON lines, so the brokers compare in the same run on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+
+from bench.cases import Bench
+from bench.driver import run_load
+from bench.peer import tansu_binary
+from bench.settings import Settings
+
+VARIANTS = {
+    "default": {},
+    "no-queue-backoff": {"fetch.queue.backoff.ms": 1},
+    "big-queue": {"queued.max.messages.kbytes": 1 << 20, "queued.min.messages": 10_000_000},
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--mb", type=int, default=512)
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--procs", type=int, default=1)
+    parser.add_argument("--variants", default="default")
+    parser.add_argument("--kinds", default="logway,tansu")
+    parser.add_argument("--no-debug", action="store_true")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    bench = Bench(Settings(peers=("tansu",)), tansu_binary())
+    kinds = tuple(args.kinds.split(","))
+    with bench.brokers(kinds) as brokers:
+        backlogs = {b.name: bench.backlog(b, args.mb) for b in brokers}
+        for i in range(args.runs):
+            for variant in args.variants.split(","):
+                for broker in brokers[i % len(brokers):] + brokers[:i % len(brokers)]:
+                    topic, ends = backlogs[broker.name]
+                    shares = [list(range(k, len(ends), args.procs)) for k in range(args.procs)]
+                    specs = [{"mode": "rdkafka.consume_trace", "topic": topic, "assign": share,
+                              "ends": [ends[p] for p in share], "size": 1024, "debug": not args.no_debug,
+                              "config": VARIANTS[variant]} for share in shares]
+                    run = run_load(broker, specs, timeout=600)
+                    mb_s = run.total("bytes") / run.span_s / 1e6
+                    traces = [r["trace"] for r in run.results]
+                    for t in traces:
+                        t.pop("samples") if i or variant != "default" else None
+                    print(json.dumps({"run": i, "variant": variant, "broker": broker.name, "mb_s": round(mb_s, 1),
+                                      "broker_cpu_s": round(run.broker_cpu_s, 2), "traces": traces}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
