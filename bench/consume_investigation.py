@@ -14,6 +14,7 @@ import logging
 from bench.cases import Bench
 from bench.driver import run_load
 from bench.peer import tansu_binary
+from bench.replay_server import Replay, ReplayServer
 from bench.settings import Settings
 
 VARIANTS = {
@@ -21,6 +22,20 @@ VARIANTS = {
     "no-queue-backoff": {"fetch.queue.backoff.ms": 1},
     "big-queue": {"queued.max.messages.kbytes": 1 << 20, "queued.min.messages": 10_000_000},
 }
+
+
+class Ceiling:
+    """The replay server (bench.replay_server) over Logway's backlog, shaped like a Broker for run_load."""
+
+    name = "ceiling"
+
+    def __init__(self, logway, topic: str, ends: list[int]) -> None:
+        host, port = logway.bootstrap.split(":")
+        self.server = ReplayServer(Replay((host, int(port)), topic, ends))
+        self.bootstrap = self.server.bootstrap
+
+    def cpu_seconds(self) -> float:
+        return 0.0  # a thread of this driver process; not a broker's cost
 
 
 def main() -> None:
@@ -31,12 +46,17 @@ def main() -> None:
     parser.add_argument("--variants", default="default")
     parser.add_argument("--kinds", default="logway,tansu")
     parser.add_argument("--no-debug", action="store_true")
+    parser.add_argument("--ceiling", action="store_true", help="also read Logway's backlog from the replay server")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     bench = Bench(Settings(peers=("tansu",)), tansu_binary())
     kinds = tuple(args.kinds.split(","))
     with bench.brokers(kinds) as brokers:
         backlogs = {b.name: bench.backlog(b, args.mb) for b in brokers}
+        if args.ceiling:
+            logway = next(b for b in brokers if b.name == "logway")
+            brokers = [*brokers, Ceiling(logway, *backlogs["logway"])]
+            backlogs["ceiling"] = backlogs["logway"]
         for i in range(args.runs):
             for variant in args.variants.split(","):
                 for broker in brokers[i % len(brokers):] + brokers[:i % len(brokers)]:
