@@ -46,6 +46,7 @@ def main() -> None:
     parser.add_argument("--variants", default="default")
     parser.add_argument("--kinds", default="logway,tansu")
     parser.add_argument("--no-debug", action="store_true")
+    parser.add_argument("--client", choices=("rdkafka", "java"), default="rdkafka")
     parser.add_argument("--ceiling", action="store_true", help="also read Logway's backlog from the replay server")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -62,14 +63,15 @@ def main() -> None:
                 for broker in brokers[i % len(brokers):] + brokers[:i % len(brokers)]:
                     topic, ends = backlogs[broker.name]
                     shares = [list(range(k, len(ends), args.procs)) for k in range(args.procs)]
-                    specs = [{"mode": "rdkafka.consume_trace", "topic": topic, "assign": share,
+                    mode = "rdkafka.consume_trace" if args.client == "rdkafka" else "java.consume"
+                    specs = [{"mode": mode, "topic": topic, "assign": share,
                               "ends": [ends[p] for p in share], "size": 1024, "debug": not args.no_debug,
                               "config": VARIANTS[variant]} for share in shares]
                     run = run_load(broker, specs, timeout=600)
                     mb_s = run.total("bytes") / run.span_s / 1e6
                     traces = [r["trace"] for r in run.results]
                     for t in traces:
-                        t.pop("samples") if i or variant != "default" else None
+                        t.pop("samples", None) if i or variant != "default" else None
                     print(json.dumps({"run": i, "variant": variant, "broker": broker.name, "mb_s": round(mb_s, 1),
                                       "broker_cpu_s": round(run.broker_cpu_s, 2), "traces": traces}), flush=True)
 

@@ -20,6 +20,7 @@ import trio
 
 from logway.coordinator.producer_ids import ProducerIdManager
 from logway.gateway.config import ServerConfig, parse_properties
+from logway.gateway.fetch_sessions import FetchSessionCache
 from logway.gateway.groups import GroupService
 from logway.gateway.security.authorizer import ACL_FILE, Authorizer
 from logway.gateway.security.credentials import CredentialStore
@@ -66,6 +67,8 @@ class Broker:
         self._acl_write_lock = trio.Lock()
         # None without authorizer.class.name: no authorization at all, as Kafka.
         self.authorizer: Authorizer | None = None
+        # KIP-227 incremental fetch sessions (gateway/fetch_sessions.py).
+        self.fetch_sessions = FetchSessionCache(int(config.properties["max.incremental.fetch.session.cache.slots"]))
 
     # --- lifecycle ------------------------------------------------------------------------------
 
