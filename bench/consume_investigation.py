@@ -8,18 +8,21 @@ JSON lines, so the brokers compare in the same run on a shared machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 
 from bench.cases import Bench
 from bench.driver import run_load
 from bench.peer import tansu_binary
+from bench.procs import Logway, scratch_dir
 from bench.replay_server import Replay, ReplayServer
 from bench.settings import Settings
 
 VARIANTS = {
     "default": {},
     "no-queue-backoff": {"fetch.queue.backoff.ms": 1},
+    "backoff-10ms": {"fetch.queue.backoff.ms": 10},
     "big-queue": {"queued.max.messages.kbytes": 1 << 20, "queued.min.messages": 10_000_000},
 }
 
@@ -47,12 +50,20 @@ def main() -> None:
     parser.add_argument("--kinds", default="logway,tansu")
     parser.add_argument("--no-debug", action="store_true")
     parser.add_argument("--client", choices=("rdkafka", "java"), default="rdkafka")
+    parser.add_argument("--sessionless", action="store_true", help="also a Logway with fetch sessions off")
     parser.add_argument("--ceiling", action="store_true", help="also read Logway's backlog from the replay server")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     bench = Bench(Settings(peers=("tansu",)), tansu_binary())
     kinds = tuple(args.kinds.split(","))
-    with bench.brokers(kinds) as brokers:
+    with bench.brokers(kinds) as brokers, contextlib.ExitStack() as extra:
+        if args.sessionless:
+            # The same Logway with fetch sessions off (Kafka's max.incremental.fetch.session.cache.slots=0).
+            plain = Logway(scratch_dir("logway"), {"max.incremental.fetch.session.cache.slots": "0"})
+            plain.name = "logway-sessionless"
+            extra.callback(plain.cleanup)
+            plain.start()
+            brokers = [*brokers, plain]
         backlogs = {b.name: bench.backlog(b, args.mb) for b in brokers}
         if args.ceiling:
             logway = next(b for b in brokers if b.name == "logway")

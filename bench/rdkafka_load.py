@@ -42,6 +42,7 @@ def _consumer(spec: dict) -> Consumer:
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "fetch.wait.max.ms": spec.get("fetch_wait_ms", 500),
+        **spec.get("config", {}),
     })
     consumer.list_topics(spec["topic"], timeout=30)
     return consumer
