@@ -84,7 +84,8 @@ def main() -> None:
                     for t in traces:
                         t.pop("samples", None) if i or variant != "default" else None
                     print(json.dumps({"run": i, "variant": variant, "broker": broker.name, "mb_s": round(mb_s, 1),
-                                      "broker_cpu_s": round(run.broker_cpu_s, 2), "traces": traces}), flush=True)
+                                      "broker_cpu_s": round(run.broker_cpu_s, 2), "errors": run.total("errors"),
+                                      "traces": traces}), flush=True)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def consume(spec: dict) -> dict:
         proc.stdin.flush()
         for line in proc.stdout:
             if line.startswith("RESULT"):
-                start_ns, end_ns, messages, fetches, _ = (int(x) for x in line.split()[1:])
+                start_ns, end_ns, messages, fetches, counted = (int(x) for x in line.split()[1:])
                 break
         else:
             raise RuntimeError(f"java consumer exited with {proc.wait(30)} without a result")
@@ -54,4 +54,4 @@ def consume(spec: dict) -> dict:
             proc.kill()
     count = sum(spec["ends"])
     return {"start": start_ns / 1e9, "end": end_ns / 1e9, "messages": messages, "bytes": messages * spec["size"],
-            "errors": count - messages, "trace": {"fetch_requests": fetches}}
+            "errors": count - messages, "trace": {"fetch_requests": fetches, "records_counted": counted}}
