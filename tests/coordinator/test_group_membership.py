@@ -364,3 +364,12 @@ def test_pending_member_leaving_lets_the_rebalance_complete(cluster: Cluster) ->
     assert pending.error == E.member_id_required and not rejoin.done
     cluster.leave("g", MemberIdentity(pending.value.member_id))
     assert rejoin.value.generation_id == generation + 1
+
+
+def test_join_naming_a_protocol_twice_completes_the_rebalance(cluster: Cluster) -> None:
+    """A hostile JoinGroup listing the same protocol twice (found by the request fuzzer) must not break the
+    rebalance: the protocol counts once, as in Kafka's MemberMetadata.protocols set."""
+    reply = cluster.join_new("g", protocols=[("range", subscription("t")), ("range", subscription("t"))])
+    cluster.advance(3000)
+    assert reply.error == E.none and reply.value.protocol_name == "range"
+    assert cluster.state("g") == "CompletingRebalance"
