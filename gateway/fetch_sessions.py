@@ -158,8 +158,7 @@ class FetchSessionCache:
             return SessionContext(request, error=ErrorCode.fetch_session_id_not_found)
         if session.epoch != epoch:
             return SessionContext(request, error=ErrorCode.invalid_fetch_session_epoch)
-        if session.uses_topic_ids != uses_ids:
-            self._remove(session_id)
+        if session.uses_topic_ids != uses_ids:  # Kafka keeps the session: the client may retry right
             return SessionContext(request, error=ErrorCode.fetch_session_topic_id_error)
         self.cached_partitions += self._update(session, request, uses_ids)
         if len(session.partitions) > MAX_SESSION_PARTITIONS or self.cached_partitions > MAX_CACHED_PARTITIONS:

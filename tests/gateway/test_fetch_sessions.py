@@ -96,6 +96,7 @@ def test_session_errors(logway, topic):
         topic_id = logway.broker.logs.topics[topic].topic_id
         switched = fetch(s, 13, session, 2, {}, topic_id=topic_id)
         assert switched.error_code == ErrorCode.fetch_session_topic_id_error
+        assert fetch(s, 12, session, 2, {}, topic).error_code == ErrorCode.none  # the session lives on
         # Epoch -1 closes a session; the answer is a sessionless full fetch.
         session = fetch(s, 12, 0, 0, {0: 0}, topic).session_id
         closing = fetch(s, 12, session, -1, {0: 0}, topic)
