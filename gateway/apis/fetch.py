@@ -1,9 +1,10 @@
 """Fetch (key 1), v4-v17.
 
 v4: isolation_level, last_stable_offset, aborted_transactions; v5: log_start_offset; v7: fetch sessions
-(KIP-227, gateway/fetch_sessions.py: incremental requests and answers carry only changed partitions);
-v9: current_leader_epoch; v11: rack_id and preferred_read_replica; v12: flexible,
-last_fetched_epoch/diverging_epoch (one leader epoch here, so the log never diverges and the tagged field is never sent); v13: topic ids replace names (unknown ids get
+(KIP-227) — gateway/fetch_sessions.py keeps them: incremental requests and answers carry only the
+partitions that changed; v9: current_leader_epoch; v11: rack_id and
+preferred_read_replica; v12: flexible, last_fetched_epoch/diverging_epoch (one leader epoch here, so the
+log never diverges and the tagged field is never sent); v13: topic ids replace names (unknown ids get
 UNKNOWN_TOPIC_ID); v15: replica_state; v17: replica_directory_id (follower fields, ignored).
 
 Long poll: the answer waits up to max_wait_ms until min_bytes have accumulated, woken by appends to the
