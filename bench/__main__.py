@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(settings, tansu_binary())
     t0 = time.monotonic()
     outcomes = []
-    steps = {"produce": bench.produce, "consume": lambda: [bench.consume(), bench.consume(procs=2)],
+    steps = {"produce": bench.produce, "consume": lambda: [bench.consume(), bench.consume(procs=2), *bench.consume_more()],
              "e2e": lambda: [bench.e2e()],
              "scaling": bench.scaling, "fetch": bench.fetch, "restart": bench.restart,
              "kafka-python": bench.kafka_python, "transactions": bench.transactions}

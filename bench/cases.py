@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -140,8 +141,9 @@ class Bench:
         return topic, [count // partitions + (p < count % partitions) for p in range(partitions)]
 
     def consume(self, client: str = "rdkafka", mb: int | None = None, section: str = "consume",
-                procs: int = 1) -> CaseOutcome:
-        """Read a backlog from earliest; with procs > 1 the 8 partitions are split over that many consumers."""
+                procs: int = 1, config: dict | None = None) -> CaseOutcome:
+        """Read a backlog from earliest; with procs > 1 the 8 partitions are split over that many consumers;
+        `config` adds client settings (named in the case)."""
         mb = mb or self.s.consume_mb
         backlogs: dict[str, tuple[str, list[int]]] = {}
 
@@ -152,14 +154,25 @@ class Bench:
             topic, ends = backlogs[broker.name]
             shares = [list(range(i, len(ends), procs)) for i in range(procs)]
             specs = [{"mode": f"{client}.consume", "topic": topic, "assign": share,
-                      "ends": [ends[p] for p in share], "size": KIB} for share in shares]
+                      "ends": [ends[p] for p in share], "size": KIB, "config": config or {}} for share in shares]
             return throughput(run_load(broker, specs, timeout=900))
 
-        label = "librdkafka" if client == "rdkafka" else "kafka-python"
+        label = {"rdkafka": "librdkafka", "java": "Java kafka-clients"}.get(client, "kafka-python")
         who = "1 consumer" if procs == 1 else f"{procs} consumer processes"
-        name = f"consume from earliest, {mb} MiB backlog of 1 KiB, 8 partitions, {who} ({label})"
+        settings = "".join(f", {k}={v}" for k, v in (config or {}).items())
+        name = f"consume from earliest, {mb} MiB backlog of 1 KiB, 8 partitions, {who} ({label}{settings})"
         return self.paired(CaseOutcome(section, name, {"backlog_mb": mb, "client": label, "consumers": procs},
                                        THROUGHPUT), run_once, setup)
+
+    def consume_more(self) -> list[CaseOutcome]:
+        """Issue 15's consume cases: librdkafka with fetch.queue.backoff.ms=10 (its default 1000 ms pause after the
+        client's 64 MiB prefetch queue fills stalls a consumer fed faster than it drains; see LATEST.md's consume
+        investigation), and the Java consumer (fetch sessions), when Java is installed."""
+        quick = {"fetch.queue.backoff.ms": 10}
+        out = [self.consume(config=quick), self.consume(procs=2, config=quick)]
+        if shutil.which("java"):
+            out.append(self.consume("java"))
+        return out
 
     # end-to-end latency ------------------------------------------------------------------------------------
 

@@ -30,12 +30,14 @@ def payloads(size: int, count: int = 64) -> list[bytes]:
 
 
 def modes() -> dict[str, Callable[[dict], dict]]:
-    from bench import kafka_python_load, rdkafka_load
+    from bench import consume_trace, java_consume, kafka_python_load, rdkafka_load
 
     return {
         "rdkafka.produce": rdkafka_load.produce,
         "rdkafka.txn_produce": rdkafka_load.txn_produce,
         "rdkafka.consume": rdkafka_load.consume,
+        "rdkafka.consume_trace": consume_trace.consume,
+        "java.consume": java_consume.consume,
         "rdkafka.e2e_produce": rdkafka_load.e2e_produce,
         "rdkafka.e2e_consume": rdkafka_load.e2e_consume,
         "rdkafka.fetch_probe": rdkafka_load.fetch_probe,

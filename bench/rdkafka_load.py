@@ -45,6 +45,7 @@ def _consumer(spec: dict) -> Consumer:
         "fetch.wait.max.ms": spec.get("fetch_wait_ms", 500),
         # librdkafka's default is read_committed; the transactions section sets each level explicitly.
         **({"isolation.level": spec["isolation"]} if "isolation" in spec else {}),
+        **spec.get("config", {}),
     })
     consumer.list_topics(spec["topic"], timeout=30)
     return consumer

@@ -12,7 +12,7 @@ from bench.settings import Settings
 
 SECTION_TITLES = {
     "produce": "Produce throughput (librdkafka producer, linger.ms=5, batch.size=1 MiB)",
-    "consume": "Consume throughput (librdkafka consumer from earliest)",
+    "consume": "Consume throughput (librdkafka and Java consumers from earliest)",
     "e2e": "End-to-end latency (tailing librdkafka consumer)",
     "scaling": "Scaling: partitions and producer connections",
     "fetch": "Fetch latency from an old offset vs log size (warm page cache)",

@@ -31,7 +31,7 @@ class MemberMetadata:
     protocol_names: list[str] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.protocol_names = [name for name, _ in self.protocols]
+        self.protocol_names = _distinct_names(self.protocols)
 
     @property
     def is_static(self) -> bool:
@@ -51,7 +51,7 @@ class MemberMetadata:
     def set_protocols(self, protocols: Sequence[tuple[str, bytes]]) -> None:
         """Replace the member's supported protocols (in preference order)."""
         self.protocols = list(protocols)
-        self.protocol_names = [name for name, _ in self.protocols]
+        self.protocol_names = _distinct_names(self.protocols)
 
     def metadata(self, protocol: str) -> bytes:
         """The member's metadata for ``protocol`` (its subscription, for the consumer protocol)."""
@@ -72,3 +72,10 @@ class MemberMetadata:
             if name in candidates:
                 return name
         raise ValueError(f"member {self.member_id} supports none of {sorted(candidates)}")
+
+
+def _distinct_names(protocols: Sequence[tuple[str, bytes]]) -> list[str]:
+    """Protocol names in preference order, each once: Kafka's MemberMetadata.protocols is a set, so a JoinGroup
+    naming a protocol twice counts it once in the group's votes (counted twice, no protocol matched every
+    member and the rebalance raised in the coordinator's timer task, which stopped the gateway)."""
+    return list(dict.fromkeys(name for name, _ in protocols))

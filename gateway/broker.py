@@ -21,6 +21,7 @@ from logway.coordinator.producer_ids import ProducerIdManager
 from logway.gateway.config import ServerConfig, parse_properties
 from logway.gateway.dynamic_broker_config import DynamicBrokerConfigs
 from logway.gateway.fetch_waiters import FetchWaiters
+from logway.gateway.fetch_sessions import FetchSessionCache
 from logway.gateway.groups import GroupService
 from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.security.authorizer import ACL_FILE, Authorizer
@@ -74,6 +75,8 @@ class Broker:
         # None without authorizer.class.name: no authorization at all, as Kafka.
         self.authorizer: Authorizer | None = None
         self.stats = BrokerStats()  # counters for the metrics endpoint
+        # KIP-227 incremental fetch sessions (gateway/fetch_sessions.py).
+        self.fetch_sessions = FetchSessionCache(int(config.properties["max.incremental.fetch.session.cache.slots"]))
 
     # --- lifecycle ------------------------------------------------------------------------------
 

@@ -62,6 +62,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     "max.connections.per.ip": "2147483647",
     "max.connections.per.ip.overrides": "",
     "cluster.id": "",
+    "max.incremental.fetch.session.cache.slots": "1000",  # KIP-227 fetch sessions (gateway/fetch_sessions.py)
     # Logway's bound on one CreateTopics/CreatePartitions request (see gateway/apis/create_topics.py): Kafka's
     # controller refuses a user operation of more than 10000 metadata records (QuorumController
     # MAX_RECORDS_PER_USER_OP) with POLICY_VIOLATION; here the partitions of one request count.

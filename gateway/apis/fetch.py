@@ -1,9 +1,9 @@
 """Fetch (key 1), v4-v17.
 
 v4: isolation_level, last_stable_offset, aborted_transactions (READ_COMMITTED stops at the last stable offset
-and lists the aborted transactions of the data sent, from the partitions' txnindex); v5: log_start_offset; v7: fetch sessions
-(KIP-227) — we answer every request sessionless (session_id 0), as Kafka does when its session cache is
-full, so clients keep sending full fetch requests; v9: current_leader_epoch; v11: rack_id and
+and lists the aborted transactions of the data sent, from the partitions' txnindex); v5: log_start_offset; v7:
+fetch sessions (KIP-227) — gateway/fetch_sessions.py keeps them: incremental requests and answers carry only the
+partitions that changed; v9: current_leader_epoch; v11: rack_id and
 preferred_read_replica; v12: flexible, last_fetched_epoch/diverging_epoch (one leader epoch here, so the
 log never diverges and the tagged field is never sent); v13: topic ids replace names (unknown ids get
 UNKNOWN_TOPIC_ID); v15: replica_state; v17: replica_directory_id (follower fields, ignored).
@@ -137,6 +137,10 @@ def _error_code(exc: Exception, topic: str, partition: int, offset: int, stats: 
 
 async def handle(ctx, request):
     broker = ctx.broker
+    session = broker.fetch_sessions.context(ctx.version, request)
+    if session.error:
+        return encode_fetch_response(ctx.version, ctx.header.correlation_id, [], error_code=session.error)
+    request = session.request
     if ctx.version >= 13:
         by_id = {t.topic_id: t.name for t in broker.logs.topics.values()}
         names = [by_id.get(t.topic_id) for t in request.topics]
@@ -171,4 +175,5 @@ async def handle(ctx, request):
         counters.fetch_requests += 1
         if size:
             counters.bytes_out += size
-    return encode_fetch_response(ctx.version, ctx.header.correlation_id, topics)
+    topics = session.response_topics(topics)
+    return encode_fetch_response(ctx.version, ctx.header.correlation_id, topics, session_id=session.session_id)

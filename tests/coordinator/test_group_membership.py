@@ -374,3 +374,12 @@ def test_rebalances_are_logged_at_debug(cluster: Cluster, caplog) -> None:
     messages = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
     assert "preparing to rebalance group g in state Empty with old generation 0 (1 members)" in messages
     assert "group g: generation 1 with 1 members (protocol range)" in messages
+
+
+def test_join_naming_a_protocol_twice_completes_the_rebalance(cluster: Cluster) -> None:
+    """A hostile JoinGroup listing the same protocol twice (found by the request fuzzer) must not break the
+    rebalance: the protocol counts once, as in Kafka's MemberMetadata.protocols set."""
+    reply = cluster.join_new("g", protocols=[("range", subscription("t")), ("range", subscription("t"))])
+    cluster.advance(3000)
+    assert reply.error == E.none and reply.value.protocol_name == "range"
+    assert cluster.state("g") == "CompletingRebalance"
