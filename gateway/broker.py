@@ -20,8 +20,8 @@ import trio
 from logway.coordinator.producer_ids import ProducerIdManager
 from logway.gateway.config import ServerConfig, parse_properties
 from logway.gateway.dynamic_broker_config import DynamicBrokerConfigs
-from logway.gateway.fetch_waiters import FetchWaiters
 from logway.gateway.fetch_sessions import FetchSessionCache
+from logway.gateway.fetch_waiters import FetchWaiters
 from logway.gateway.groups import GroupService
 from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.security.authorizer import ACL_FILE, Authorizer
