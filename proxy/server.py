@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 from logway.gateway.apis import sasl_authenticate, sasl_handshake
 from logway.gateway.config import Listener, canonical_ip
 from logway.gateway.connection_limits import ConnectionQuotas, expire_idle_connections
+from logway.gateway.metrics.http import open_metrics_listeners
 from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.request_memory import RequestMemory, budget_bytes
 from logway.gateway.security.authorizer import ACL_FILE, Authorizer
@@ -28,6 +29,7 @@ from logway.proxy.filters.acl import VERSION_CAPS as ACL_VERSION_CAPS
 from logway.proxy.filters.acl import acl_filter_factory
 from logway.proxy.filters.client_metrics import ClientMetrics
 from logway.proxy.filters.tenant import DENIED_API_KEYS, TenantFilter, TopicIdDirectory
+from logway.proxy.metrics import serve_registry
 from logway.proxy.session import FilterFactory, ProxyConnection, ProxySession, ProxyTlsConnection, proxy_sasl_gate
 
 log = logging.getLogger(__name__)
@@ -202,9 +204,19 @@ async def serve_proxy(config: ProxyConfig, filter_factories: Mapping[str, Sequen
     """Run the proxy until SIGTERM or SIGINT."""
     broker = ProxyBroker(config, filter_factories)
     bootstrap = await open_bootstrap_listeners(broker)
+    try:
+        metrics_listeners = await open_metrics_listeners(broker.config)
+    except OSError as exc:
+        for _, opened in bootstrap:
+            await opened.aclose()
+        raise StartupError(f"metrics.port={broker.config.metrics_port}: cannot listen: {exc.strerror or exc}") from exc
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
             await nursery.start(ProxyServer(broker).serve, bootstrap)
+            if metrics_listeners:
+                await nursery.start(serve_registry, broker.registry, metrics_listeners)
+                log.info("metrics on http://%s:%d/metrics", broker.config.metrics_host or "0.0.0.0",
+                         broker.config.metrics_port)
             upstream = ",".join(f"{h}:{p}" for h, p in config.upstream_bootstrap)
             for listener in config.server.listeners:
                 log.info("proxy listening on %s (advertised as %s) for upstream %s", listener,

@@ -1,0 +1,179 @@
+"""Virtual clusters end to end: one Logway upstream, one `logway proxy` with two tenant listeners (a and b,
+prefixes tenant-a. and tenant-b.). Both tenants use the same topic and group names with real clients; each
+sees, reads, commits and administers only its own, and the upstream holds both under their prefixes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka.admin import NewTopic as KpNewTopic
+from kafka.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
+
+NODE = 1  # the upstream's node.id (tests/proxy/conftest.py)
+SPAN = 12  # ports per listener: the bootstrap port, then node N on + 1 + N (node ids 0-9)
+
+
+@pytest.fixture(scope="module")
+def tenants(tmp_path_factory, logway_upstream, proxy_process_type) -> Iterator[dict[str, str]]:
+    """The proxy's two tenant bootstraps, {"a": host:port, "b": host:port}."""
+    from tests.proxy.conftest import free_port_block, wait_for_port  # noqa: PLC0415
+
+    base = free_port_block(2 * SPAN)
+    workdir = tmp_path_factory.mktemp("tenant-proxy")
+    ports = {"a": base, "b": base + SPAN}
+    props = workdir / "proxy.properties"
+    props.write_text(
+        f"listeners=TENANT_A://127.0.0.1:{ports['a']},TENANT_B://127.0.0.1:{ports['b']}\n"
+        "listener.security.protocol.map=TENANT_A:PLAINTEXT,TENANT_B:PLAINTEXT\n"
+        f"log.dirs={workdir / 'state'}\n"
+        f"proxy.upstream.bootstrap.servers={logway_upstream.bootstrap}\n"
+        "proxy.node.id.range=0-9\nproxy.metadata.refresh.interval.ms=1000\n"
+        "proxy.virtual.clusters=a,b\n"
+        "proxy.virtual.cluster.a.listener=TENANT_A\nproxy.virtual.cluster.a.topic.prefix=tenant-a.\n"
+        "proxy.virtual.cluster.b.listener=TENANT_B\nproxy.virtual.cluster.b.topic.prefix=tenant-b.\n")
+    log_path = workdir / "proxy.log"
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "logway.gateway", "proxy", "--config", str(props)],
+                                stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for port in ports.values():
+            wait_for_port(port, proc)
+            wait_for_port(port + 1 + NODE, proc)
+        yield {name: f"127.0.0.1:{port}" for name, port in ports.items()}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _consume(bootstrap: str, topic: str, group: str, want: int) -> tuple[list[bytes], list[TopicPartition]]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 20
+    while len(values) < want and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    consumer.poll(0.5)  # anything beyond what was wanted would show here
+    values += [m.value() for m in [consumer.poll(0.2)] if m is not None and m.error() is None]
+    consumer.commit(asynchronous=False)
+    committed = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+    consumer.close()
+    return values, committed
+
+
+def test_confluent_tenants_share_names_but_nothing_else(tenants, logway_upstream):
+    admins = {t: AdminClient({"bootstrap.servers": b}) for t, b in tenants.items()}
+    for admin in admins.values():
+        for future in admin.create_topics([NewTopic("x", 1, 1)]).values():
+            future.result(15)
+    upstream = AdminClient({"bootstrap.servers": logway_upstream.bootstrap})
+    assert {"tenant-a.x", "tenant-b.x"} <= set(upstream.list_topics(timeout=10).topics)
+    for tenant, admin in admins.items():  # metadata: each lists only its own x, never a prefixed name
+        listed = set(admin.list_topics(timeout=10).topics)
+        assert "x" in listed and not any(n.startswith("tenant-") for n in listed), (tenant, listed)
+
+    for tenant, bootstrap in tenants.items():
+        producer = Producer({"bootstrap.servers": bootstrap})
+        for i in range(3):
+            producer.produce("x", f"{tenant}-{i}".encode())
+        assert producer.flush(15) == 0
+
+    for tenant, bootstrap in tenants.items():  # the same group name in both tenants
+        values, committed = _consume(bootstrap, "x", "g", 3)
+        assert values == [f"{tenant}-{i}".encode() for i in range(3)]
+        assert committed[0].offset == 3
+    groups = {g.group_id for g in upstream.list_consumer_groups().result(10).valid}
+    assert {"tenant-a.g", "tenant-b.g"} <= groups
+    for tenant, admin in admins.items():
+        seen = {g.group_id for g in admin.list_consumer_groups().result(10).valid}
+        assert "g" in seen and not any(g.startswith("tenant-") for g in seen), (tenant, seen)
+        described = admin.describe_consumer_groups(["g"])["g"].result(10)
+        assert described.group_id == "g"
+
+    # Tenant a cannot name b's topic: "tenant-b.x" from a is a's own "tenant-a.tenant-b.x", which is not there.
+    described = admins["a"].describe_configs([ConfigResource(ResourceType.TOPIC, "tenant-b.x")])
+    with pytest.raises(KafkaException):
+        next(iter(described.values())).result(10)
+    with pytest.raises(KafkaException):  # nor delete it
+        admins["a"].delete_topics(["tenant-b.x"])["tenant-b.x"].result(10)
+    # Cluster-wide things are not a tenant's: broker configs carry the upstream's addresses.
+    with pytest.raises(KafkaException, match="CLUSTER_AUTHORIZATION_FAILED"):
+        next(iter(admins["a"].describe_configs([ConfigResource(ResourceType.BROKER, str(NODE))]).values())).result(10)
+
+    # Deleting b's x leaves a's x and its records.
+    admins["b"].delete_topics(["x"])["x"].result(15)
+    deadline = time.monotonic() + 10
+    while "x" in admins["b"].list_topics(timeout=10).topics and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "x" not in admins["b"].list_topics(timeout=10).topics
+    assert "x" in admins["a"].list_topics(timeout=10).topics
+    remaining = set(upstream.list_topics(timeout=10).topics)
+    assert "tenant-a.x" in remaining and "tenant-b.x" not in remaining
+    values, _ = _consume(tenants["a"], "x", "g2", 3)
+    assert values == [f"a-{i}".encode() for i in range(3)]
+
+
+def _group_id(group) -> str:
+    return group["group_id"] if isinstance(group, dict) else group[0]
+
+
+def test_kafka_python_tenants(tenants, logway_upstream):
+    admins = {t: KafkaAdminClient(bootstrap_servers=b, request_timeout_ms=10000) for t, b in tenants.items()}
+    try:
+        admins["a"].create_topics([KpNewTopic("y", 2, 1)])
+        [b_view] = admins["b"].describe_topics(["y"])  # b has no y
+        assert b_view["error_code"] == UnknownTopicOrPartitionError.errno
+        with pytest.raises(UnknownTopicOrPartitionError):
+            admins["b"].delete_topics(["y"])
+        admins["b"].create_topics([KpNewTopic("y", 1, 1)])  # b's y is its own, even with a's y there
+        with pytest.raises(TopicAlreadyExistsError):
+            admins["b"].create_topics([KpNewTopic("y", 1, 1)])
+        described = {t["topic"] if "topic" in t else t["name"]: len(t["partitions"]) for t in admins["a"].describe_topics(["y"])}
+        assert described == {"y": 2}
+        described = {t["topic"] if "topic" in t else t["name"]: len(t["partitions"]) for t in admins["b"].describe_topics(["y"])}
+        assert described == {"y": 1}
+        for tenant, admin in admins.items():
+            assert not any(n.startswith("tenant-") for n in admin.list_topics()), tenant
+
+        for tenant, bootstrap in tenants.items():
+            producer = KafkaProducer(bootstrap_servers=bootstrap)
+            for i in range(2):
+                producer.send("y", f"{tenant}{i}".encode(), partition=0)
+            producer.flush(15)
+            producer.close()
+        for tenant, bootstrap in tenants.items():
+            consumer = KafkaConsumer("y", bootstrap_servers=bootstrap, group_id="kg", auto_offset_reset="earliest",
+                                     enable_auto_commit=False, consumer_timeout_ms=3000)
+            values = [m.value for m in consumer]
+            consumer.commit()
+            consumer.close()
+            assert sorted(values) == [f"{tenant}0".encode(), f"{tenant}1".encode()]
+            offsets = admins[tenant].list_group_offsets("kg")["kg"]
+            assert {(tp.topic, tp.partition): o.offset for tp, o in offsets.items()}[("y", 0)] == 2
+            groups = [_group_id(g) for g in admins[tenant].list_groups()]
+            assert "kg" in groups and not any(g.startswith("tenant-") for g in groups), groups
+        upstream = KafkaAdminClient(bootstrap_servers=logway_upstream.bootstrap)
+        try:
+            assert {"tenant-a.y", "tenant-b.y"} <= set(upstream.list_topics())
+            a_offsets = upstream.list_group_offsets("tenant-a.kg")["tenant-a.kg"]
+            assert {tp.topic for tp in a_offsets} == {"tenant-a.y"}
+        finally:
+            upstream.close()
+        admins["a"].delete_topics(["y"])
+        assert "y" in admins["b"].list_topics()
+    finally:
+        for admin in admins.values():
+            admin.close()
