@@ -16,16 +16,19 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic as KpNewTopic
 from kafka.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
 
+from tests.proxy.prometheus_text import sample, scrape
+
 NODE = 1  # the upstream's node.id (tests/proxy/conftest.py)
 SPAN = 12  # ports per listener: the bootstrap port, then node N on + 1 + N (node ids 0-9)
 
 
 @pytest.fixture(scope="module")
-def tenants(tmp_path_factory, logway_upstream, proxy_process_type) -> Iterator[dict[str, str]]:
-    """The proxy's two tenant bootstraps, {"a": host:port, "b": host:port}."""
-    from tests.proxy.conftest import free_port_block, wait_for_port  # noqa: PLC0415
+def tenant_proxy(tmp_path_factory, logway_upstream) -> Iterator[tuple[dict[str, str], int]]:
+    """The proxy's two tenant bootstraps, {"a": host:port, "b": host:port}, and its metrics port."""
+    from tests.proxy.conftest import _root, free_port_block, wait_for_port  # noqa: PLC0415
 
     base = free_port_block(2 * SPAN)
+    metrics_port = _root.free_port()
     workdir = tmp_path_factory.mktemp("tenant-proxy")
     ports = {"a": base, "b": base + SPAN}
     props = workdir / "proxy.properties"
@@ -35,6 +38,7 @@ def tenants(tmp_path_factory, logway_upstream, proxy_process_type) -> Iterator[d
         f"log.dirs={workdir / 'state'}\n"
         f"proxy.upstream.bootstrap.servers={logway_upstream.bootstrap}\n"
         "proxy.node.id.range=0-9\nproxy.metadata.refresh.interval.ms=1000\n"
+        f"metrics.port={metrics_port}\n"
         "proxy.virtual.clusters=a,b\n"
         "proxy.virtual.cluster.a.listener=TENANT_A\nproxy.virtual.cluster.a.topic.prefix=tenant-a.\n"
         "proxy.virtual.cluster.b.listener=TENANT_B\nproxy.virtual.cluster.b.topic.prefix=tenant-b.\n")
@@ -46,7 +50,7 @@ def tenants(tmp_path_factory, logway_upstream, proxy_process_type) -> Iterator[d
         for port in ports.values():
             wait_for_port(port, proc)
             wait_for_port(port + 1 + NODE, proc)
-        yield {name: f"127.0.0.1:{port}" for name, port in ports.items()}
+        yield {name: f"127.0.0.1:{port}" for name, port in ports.items()}, metrics_port
     finally:
         proc.terminate()
         try:
@@ -74,7 +78,8 @@ def _consume(bootstrap: str, topic: str, group: str, want: int) -> tuple[list[by
     return values, committed
 
 
-def test_confluent_tenants_share_names_but_nothing_else(tenants, logway_upstream):
+def test_confluent_tenants_share_names_but_nothing_else(tenant_proxy, logway_upstream):
+    tenants, metrics_port = tenant_proxy
     admins = {t: AdminClient({"bootstrap.servers": b}) for t, b in tenants.items()}
     for admin in admins.values():
         for future in admin.create_topics([NewTopic("x", 1, 1)]).values():
@@ -86,10 +91,15 @@ def test_confluent_tenants_share_names_but_nothing_else(tenants, logway_upstream
         assert "x" in listed and not any(n.startswith("tenant-") for n in listed), (tenant, listed)
 
     for tenant, bootstrap in tenants.items():
-        producer = Producer({"bootstrap.servers": bootstrap})
+        producer = Producer({"bootstrap.servers": bootstrap, "client.id": f"producer-{tenant}"})
         for i in range(3):
             producer.produce("x", f"{tenant}-{i}".encode())
         assert producer.flush(15) == 0
+    # The metrics name the upstream's topics (the tenant filter runs first).
+    text = scrape(metrics_port)
+    for tenant in tenants:
+        assert sample(text, "kafka_server_brokertopicmetrics_messagesin_total", topic=f"tenant-{tenant}.x",
+                      client_id=f"producer-{tenant}") == 3
 
     for tenant, bootstrap in tenants.items():  # the same group name in both tenants
         values, committed = _consume(bootstrap, "x", "g", 3)
@@ -130,7 +140,8 @@ def _group_id(group) -> str:
     return group["group_id"] if isinstance(group, dict) else group[0]
 
 
-def test_kafka_python_tenants(tenants, logway_upstream):
+def test_kafka_python_tenants(tenant_proxy, logway_upstream):
+    tenants, _ = tenant_proxy
     admins = {t: KafkaAdminClient(bootstrap_servers=b, request_timeout_ms=10000) for t, b in tenants.items()}
     try:
         admins["a"].create_topics([KpNewTopic("y", 2, 1)])
