@@ -10,11 +10,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic as KpNewTopic
-from kafka.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from kafka.errors import TopicAlreadyExistsError, TopicAuthorizationFailedError, UnknownTopicOrPartitionError
 
 from tests.proxy.prometheus_text import sample, scrape
 
@@ -188,3 +188,59 @@ def test_kafka_python_tenants(tenant_proxy, logway_upstream):
     finally:
         for admin in admins.values():
             admin.close()
+
+
+PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule required"
+
+
+def test_acls_on_a_virtual_cluster_name_upstream_topics_and_answer_in_tenant_names(processes, logway_upstream):
+    """The tenant filter runs before the ACLs: an ACL names the upstream's topic (tenant-t.ok), and a denial
+    the ACL filter answers itself goes back through the tenant filter, so the client reads its own names."""
+    from logway.gateway.security.authorizer import AclBinding, Authorizer, Operation, PatternType, Permission
+
+    upstream = AdminClient({"bootstrap.servers": logway_upstream.bootstrap})
+    for future in upstream.create_topics([NewTopic("tenant-t.ok", 1, 1), NewTopic("tenant-t.no", 1, 1),
+                                          NewTopic("tenant-t.half", 1, 1)]).values():
+        future.result(15)
+    proxy = processes["proxy"](
+        logway_upstream.bootstrap, "--override", "listener.security.protocol.map=PLAINTEXT:SASL_PLAINTEXT",
+        "--override", "sasl.enabled.mechanisms=PLAIN",
+        "--override", f'listener.name.plaintext.plain.sasl.jaas.config={PLAIN} user_alice="a-pw";',
+        "--override", "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "--override", "proxy.virtual.clusters=t", "--override", "proxy.virtual.cluster.t.listener=PLAINTEXT",
+        "--override", "proxy.virtual.cluster.t.topic.prefix=tenant-t.")
+    state = proxy.workdir / "state"
+    state.mkdir(parents=True)
+    acls = Authorizer()
+    for operation in (Operation.WRITE, Operation.READ):
+        acls.add(AclBinding(2, "tenant-t.ok", PatternType.LITERAL, "User:alice", "*", operation, Permission.ALLOW))
+    # "half" may be described, not written: its Produce reaches the ACL filter, which answers it itself.
+    acls.add(AclBinding(2, "tenant-t.half", PatternType.LITERAL, "User:alice", "*", Operation.DESCRIBE,
+                        Permission.ALLOW))
+    acls.save(state / "logway-acls.json")
+    proxy.start()
+    proxy.wait_node_port(NODE)
+    alice = {"bootstrap.servers": proxy.bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+             "sasl.username": "alice", "sasl.password": "a-pw"}
+    admin = AdminClient(alice)
+    assert set(admin.list_topics(timeout=10).topics) == {"ok", "half"}
+    assert admin.list_topics("no", timeout=10).topics["no"].error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    outcomes: dict[str, list] = {"ok": [], "no": [], "half": []}
+    for topic in ("no", "half", "ok"):
+        producer = Producer({**alice, "message.timeout.ms": 5000})
+        for i in range(3):
+            producer.produce(topic, f"{i}".encode(), on_delivery=lambda err, msg: outcomes[msg.topic()].append(err))
+        producer.flush(15)
+    assert outcomes["ok"] == [None] * 3
+    assert [e and e.code() for e in outcomes["no"]] == [KafkaError.TOPIC_AUTHORIZATION_FAILED] * 3
+    assert [e and e.code() for e in outcomes["half"]] == [KafkaError.TOPIC_AUTHORIZATION_FAILED] * 3
+    # kafka-python matches a Produce response's partitions to its batches by topic name (the answer must
+    # be in the tenant's names).
+    producer = KafkaProducer(bootstrap_servers=proxy.bootstrap, security_protocol="SASL_PLAINTEXT",
+                             sasl_mechanism="PLAIN", sasl_plain_username="alice", sasl_plain_password="a-pw",
+                             retries=0, request_timeout_ms=5000, max_block_ms=5000)
+    try:
+        with pytest.raises(TopicAuthorizationFailedError):
+            producer.send("half", b"x", partition=0).get(10)
+    finally:
+        producer.close(5)
