@@ -4,6 +4,8 @@ sees, reads, commits and administers only its own, and the upstream holds both u
 
 from __future__ import annotations
 
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -244,3 +246,31 @@ def test_acls_on_a_virtual_cluster_name_upstream_topics_and_answer_in_tenant_nam
             producer.send("half", b"x", partition=0).get(10)
     finally:
         producer.close(5)
+
+
+def _api_keys(address: str) -> set[int]:
+    """The API keys an ApiVersions v3 request to ``address`` lists."""
+    from logway.proxy.frames import decode_response  # noqa: PLC0415
+    from logway.wire.protocol import build, encode_body, request_type  # noqa: PLC0415
+
+    body = encode_body(build(request_type(18, 3), {"client_software_name": "t", "client_software_version": "1"}))
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        header = struct.pack(">hhih", 18, 3, 1, 1) + b"t" + b"\x00"  # request header v2, client id "t"
+        sock.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
+        data = b""
+        while len(data) < 4 or len(data) < 4 + struct.unpack_from(">i", data)[0]:
+            chunk = sock.recv(65536)
+            assert chunk, "closed"
+            data += chunk
+    return {int(k.api_key) for k in decode_response(18, 3, data[4:]).api_keys}
+
+
+def test_a_virtual_cluster_does_not_advertise_cluster_wide_apis(tenant_proxy, logway_upstream):
+    from logway.proxy.filters.tenant import DENIED_API_KEYS  # noqa: PLC0415
+
+    tenants, _ = tenant_proxy
+    assert _api_keys(logway_upstream.bootstrap) & DENIED_API_KEYS  # e.g. DescribeLogDirs, SCRAM credentials
+    advertised = _api_keys(tenants["a"])
+    assert not advertised & DENIED_API_KEYS
+    assert {0, 1, 3, 19, 20, 32} <= advertised  # produce, fetch, metadata, create/delete topics, configs
