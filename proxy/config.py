@@ -32,8 +32,20 @@ PROXY_DEFAULTS: dict[str, str] = {
     "proxy.broker.port.offset": "1",
     "proxy.node.id.range": "0-99",
     "proxy.max.in.flight.requests.per.connection": "100",
+    # Virtual clusters (multi-tenancy): proxy.virtual.cluster.<name>.listener / .topic.prefix for each name.
+    "proxy.virtual.clusters": "",
 }
+VIRTUAL_CLUSTER_KEYS = ("listener", "topic.prefix")
 UPSTREAM_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass
+class VirtualCluster:
+    """A tenant's view of the upstream: everything its clients name lives under ``topic_prefix``."""
+
+    name: str
+    listener: str
+    topic_prefix: str
 
 
 @dataclass
@@ -68,7 +80,8 @@ class ProxyConfig:
         broker_keys = {k: v for k, v in given.items() if not k.startswith("proxy.")}
         self.server = ServerConfig(broker_keys)
         self.warnings = list(self.server.warnings)
-        unknown = sorted(k for k in given if k.startswith("proxy.") and k not in PROXY_DEFAULTS)
+        unknown = sorted(k for k in given if k.startswith("proxy.") and k not in PROXY_DEFAULTS
+                         and not _virtual_cluster_key(k))
         self.warnings += [f"unknown proxy config {k} ignored" for k in unknown]
         self.upstream_bootstrap = _servers(p["proxy.upstream.bootstrap.servers"])
         self.upstream = _upstream_security(p)
@@ -87,6 +100,7 @@ class ProxyConfig:
             raise ConfigError(str(exc)) from None
         self.address_pattern = p["proxy.broker.address.pattern"].strip()
         self.addressing = {lst.name: self._addressing(lst) for lst in self.server.listeners}
+        self.virtual_clusters = _virtual_clusters(p, [lst.name for lst in self.server.listeners], self.warnings)
         for name, addressing in self.addressing.items():
             if addressing.port_span.start < 1 or addressing.port_span.stop - 1 > 65535:
                 raise ConfigError(f"listener {name}: port {addressing.bind_port} + proxy.broker.port.offset="
@@ -109,6 +123,42 @@ class ProxyConfig:
             props.update(parse_properties(read_properties_file(Path(path))))
         props.update(overrides or {})
         return cls(props)
+
+
+def _virtual_cluster_key(key: str) -> bool:
+    return key.startswith("proxy.virtual.cluster.") and key.endswith(tuple(f".{k}" for k in VIRTUAL_CLUSTER_KEYS))
+
+
+def _virtual_clusters(p: dict[str, str], listeners: list[str], warnings: list[str]) -> dict[str, VirtualCluster]:
+    """The virtual clusters by listener name, checked: one listener each, prefixes that cannot overlap."""
+    from logway.proxy.filters.tenant import TenantFilter, check_prefixes
+
+    names = [n.strip() for n in p["proxy.virtual.clusters"].split(",") if n.strip()]
+    out: dict[str, VirtualCluster] = {}
+    for name in names:
+        if names.count(name) > 1:
+            raise ConfigError(f"proxy.virtual.clusters: {name!r} is listed twice")
+        keys = {k: f"proxy.virtual.cluster.{name}.{k}" for k in VIRTUAL_CLUSTER_KEYS}
+        listener, prefix = (p.get(keys["listener"], "").strip().upper(), p.get(keys["topic.prefix"], "").strip())
+        if listener not in listeners:
+            raise ConfigError(f"{keys['listener']}={listener!r}: expected one of the listeners' names "
+                              f"({', '.join(listeners)})")
+        if listener in out:
+            raise ConfigError(f"{keys['listener']}={listener}: the listener of virtual cluster {out[listener].name} "
+                              "already (one virtual cluster per listener)")
+        try:
+            TenantFilter(prefix)
+        except ValueError as exc:
+            raise ConfigError(f"{keys['topic.prefix']}: {exc}") from None
+        out[listener] = VirtualCluster(name, listener, prefix)
+    try:
+        check_prefixes(c.topic_prefix for c in out.values())
+    except ValueError as exc:
+        raise ConfigError(f"proxy.virtual.clusters: {exc}") from None
+    listed = {f"proxy.virtual.cluster.{n}." for n in names}
+    warnings += [f"{k}: {k.split('.')[3]} is not in proxy.virtual.clusters, ignored" for k in sorted(p)
+                 if _virtual_cluster_key(k) and not k.startswith(tuple(listed))]
+    return out
 
 
 def _servers(value: str) -> list[tuple[str, int]]:

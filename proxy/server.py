@@ -10,10 +10,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import trio
+from prometheus_client import CollectorRegistry
 
 from logway.gateway.apis import sasl_authenticate, sasl_handshake
 from logway.gateway.config import Listener, canonical_ip
 from logway.gateway.connection_limits import ConnectionQuotas, expire_idle_connections
+from logway.gateway.metrics.http import open_metrics_listeners
 from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.request_memory import RequestMemory, budget_bytes
 from logway.gateway.security.authorizer import ACL_FILE, Authorizer
@@ -25,6 +27,9 @@ from logway.proxy.cluster import Cluster
 from logway.proxy.config import ProxyConfig
 from logway.proxy.filters.acl import VERSION_CAPS as ACL_VERSION_CAPS
 from logway.proxy.filters.acl import acl_filter_factory
+from logway.proxy.filters.client_metrics import ClientMetrics
+from logway.proxy.filters.tenant import DENIED_API_KEYS, TenantFilter, TopicIdDirectory
+from logway.proxy.metrics import serve_registry
 from logway.proxy.session import FilterFactory, ProxyConnection, ProxySession, ProxyTlsConnection, proxy_sasl_gate
 
 log = logging.getLogger(__name__)
@@ -49,16 +54,38 @@ class ProxyBroker:
         self.addressing = config.addressing
         self.filter_factories = {name: list(fs) for name, fs in (filter_factories or {}).items()}
         self.stats = BrokerStats()  # the gateway's Connection counts requests and latency per API here
+        self.virtual_clusters = config.virtual_clusters
+        self.topic_ids = TopicIdDirectory()  # one upstream cluster: one directory for every tenant connection
+        # Per-client metrics when they are served (metrics.port): one instance counts every connection.
+        self.registry = CollectorRegistry()
+        self.metrics = ClientMetrics(self.registry, topic_ids=self.topic_ids) if self.config.metrics_port else None
 
     def filter_chain(self, listener: str) -> list[FilterFactory]:
-        """The filters of a client connection on ``listener``, in order: ACLs first (when an authorizer is
-        configured), then the listener's own chain."""
-        chain = [acl_filter_factory(self.authorizer)] if self.authorizer is not None else []
-        return chain + self.filter_factories.get(listener, [])
+        """The filters of a client connection on ``listener``, in order: the virtual cluster's tenant filter
+        (so the ACLs and metrics after it see the upstream's full names), ACLs (when an authorizer is
+        configured), the listener's own chain, and the metrics last (their on_response runs first, learning
+        topic ids from Metadata before the tenant filter strips the names)."""
+        chain: list[FilterFactory] = []
+        tenant = self.virtual_clusters.get(listener)
+        if tenant is not None:
+            prefix, topic_ids = tenant.topic_prefix, self.topic_ids
+            chain.append(lambda client: TenantFilter(prefix, topic_ids))
+        if self.authorizer is not None:
+            chain.append(acl_filter_factory(self.authorizer))
+        chain += self.filter_factories.get(listener, [])
+        if self.metrics is not None:
+            metrics = self.metrics
+            chain.append(lambda client: metrics)
+        return chain
 
     def advertised_ranges(self, upstream: Ranges, listener: str) -> Ranges:
+        """What a connection on ``listener`` advertises: a virtual cluster's never lists the APIs its
+        tenant filter denies (cluster-wide APIs, which no tenant may use)."""
         sasl = _SASL_RANGES if self.config.security[listener].sasl else {}
-        return advertised_ranges(upstream, sasl, ACL_VERSION_CAPS if self.authorizer is not None else None)
+        ranges = advertised_ranges(upstream, sasl, ACL_VERSION_CAPS if self.authorizer is not None else None)
+        if listener in self.virtual_clusters:
+            ranges = {k: v for k, v in ranges.items() if k not in DENIED_API_KEYS}
+        return ranges
 
 
 class ProxyServer:
@@ -177,9 +204,19 @@ async def serve_proxy(config: ProxyConfig, filter_factories: Mapping[str, Sequen
     """Run the proxy until SIGTERM or SIGINT."""
     broker = ProxyBroker(config, filter_factories)
     bootstrap = await open_bootstrap_listeners(broker)
+    try:
+        metrics_listeners = await open_metrics_listeners(broker.config)
+    except OSError as exc:
+        for _, opened in bootstrap:
+            await opened.aclose()
+        raise StartupError(f"metrics.port={broker.config.metrics_port}: cannot listen: {exc.strerror or exc}") from exc
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
             await nursery.start(ProxyServer(broker).serve, bootstrap)
+            if metrics_listeners:
+                await nursery.start(serve_registry, broker.registry, metrics_listeners)
+                log.info("metrics on http://%s:%d/metrics", broker.config.metrics_host or "0.0.0.0",
+                         broker.config.metrics_port)
             upstream = ",".join(f"{h}:{p}" for h, p in config.upstream_bootstrap)
             for listener in config.server.listeners:
                 log.info("proxy listening on %s (advertised as %s) for upstream %s", listener,

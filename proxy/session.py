@@ -31,6 +31,7 @@ from logway.gateway.tls_connection import TlsConnection
 from logway.proxy.api_versions import API_VERSIONS, API_VERSIONS_RANGE, Ranges, api_versions_response
 from logway.proxy.filters.base import Answer, ClientInfo, Filter
 from logway.proxy.frames import (
+    PRODUCE_KEY,
     SIZE,
     decode_request,
     decode_response,
@@ -38,6 +39,7 @@ from logway.proxy.frames import (
     encode_response_frame,
     produce_expects_response,
     read_request_header,
+    response_body_offset,
     response_correlation_id,
     set_request_correlation_id,
     set_response_correlation_id,
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+FETCH_KEY = 1
 FilterFactory = Callable[[ClientInfo], Filter]
 _SMALL = 64 * 1024
 
@@ -74,6 +77,7 @@ class Pending:
     upstream_correlation_id: int = -1
     answer: bytes | None = None  # a whole frame (with size prefix) the proxy answers itself
     requests: list[Any] = field(default_factory=list)  # what each filter returned, for on_response
+    decode_response: bool = False  # a filter that saw the request wants its response decoded
 
 
 class ProxySession:
@@ -85,12 +89,14 @@ class ProxySession:
     client: ClientInfo
     upstream: Upstream | None = None
     ranges: Ranges = {}  # what this connection advertises, once its upstream is connected
+    metrics: Any = None  # the broker's ClientMetrics (its on_frame hook counts every frame), if served
 
     async def run(self) -> None:
         self._queue_in, self._queue_out = trio.open_memory_channel(self.broker.proxy.max_in_flight)
         self.client = ClientInfo(principal=self.principal, host=client_host(self.peer), listener=self.listener.name)
         self.filters = [factory(self.client) for factory in self.broker.filter_chain(self.listener.name)]
         self._filter_keys = frozenset().union(*(f.api_keys for f in self.filters)) if self.filters else frozenset()
+        self.metrics = self.broker.metrics
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write_responses)
@@ -123,6 +129,12 @@ class ProxySession:
         if out is None:  # no filter changed the request: forward its bytes
             set_request_correlation_id(frame, pending.upstream_correlation_id)
             out = frame
+        elif self.metrics is not None and header.api_key == PRODUCE_KEY:
+            pos = read_request_header(out)[1]
+        if self.metrics is not None:
+            body = memoryview(out)[pos:] if header.api_key == PRODUCE_KEY else None
+            self.metrics.on_frame(self.client, header.api_key, header.api_version, "request", SIZE.size + len(out),
+                                  body)
         try:
             await upstream.send(out)
         except UpstreamError as exc:
@@ -133,15 +145,20 @@ class ProxySession:
 
     def _filtered_request(self, header: RequestHeader, frame: memoryview, pos: int, pending: Pending) -> bytes | None:
         """The request as the filters leave it, encoded; None if they left it as it came."""
+        key, version = header.api_key, header.api_version
         original = request = decode_request(header, bytes(frame), pos)
         try:
             for f in self.filters:
-                if header.api_key in f.api_keys:
-                    request = f.on_request(self.client, header.api_key, header.api_version, request)
+                if key in f.api_keys:
+                    request = f.on_request(self.client, key, version, request)
+                    wants = getattr(f, "wants_response", None)
+                    pending.decode_response |= wants(key, version) if wants is not None else True
                 pending.requests.append(request)
         except Answer as answer:
-            pending.answer = _framed(encode_response_frame(header.api_key, header.api_version,
-                                                           header.correlation_id, answer.response))
+            # The filters before the one that answered see the answer as a response (the tenant filter
+            # strips its names from an ACL denial).
+            response = self._through_filters(key, version, pending.requests, answer.response)
+            pending.answer = _framed(encode_response_frame(key, version, header.correlation_id, response))
             return None
         if request is original:
             return None
@@ -234,6 +251,11 @@ class ProxySession:
         if got != pending.upstream_correlation_id:
             raise UpstreamError(f"{upstream}: response with correlation id {got}, expected "
                                 f"{pending.upstream_correlation_id}")
+        if self.metrics is not None:
+            body = memoryview(frame)[response_body_offset(FETCH_KEY, pending.api_version, frame):] \
+                if pending.api_key == FETCH_KEY else None
+            self.metrics.on_frame(self.client, pending.api_key, pending.api_version, "response",
+                                  SIZE.size + len(frame), body)
         if self._must_decode(pending, frame):
             frame = self._rewritten(pending, frame)
         else:
@@ -266,7 +288,7 @@ class ProxySession:
 
     def _must_decode(self, pending: Pending, frame: bytearray) -> bool:
         key = pending.api_key
-        if pending.requests:
+        if pending.decode_response:
             return True
         if key not in REWRITTEN_APIS:
             return False
@@ -286,10 +308,15 @@ class ProxySession:
             if key in (METADATA, DESCRIBE_CLUSTER):
                 self.broker.cluster.learn(upstream_endpoints(key, response))
             response = rewrite_addresses(key, response, self.broker.addressing[self.listener.name])
-        for f, request in reversed(list(zip(self.filters, pending.requests, strict=False))):
+        response = self._through_filters(key, version, pending.requests, response)
+        return encode_response_frame(key, version, pending.client_correlation_id, response)
+
+    def _through_filters(self, key: int, version: int, requests: list[Any], response: Any) -> Any:
+        """``response`` through the on_response of the filters that saw its request, last filter first."""
+        for f, request in reversed(list(zip(self.filters, requests, strict=False))):
             if key in f.api_keys:
                 response = f.on_response(self.client, key, version, request, response)
-        return encode_response_frame(key, version, pending.client_correlation_id, response)
+        return response
 
     def _close_client(self) -> None:
         """Shut the client socket down: the read loop ends and the connection closes."""

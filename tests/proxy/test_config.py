@@ -67,3 +67,39 @@ def test_startup_errors_are_one_line():
     assert busy.returncode == 1
     assert busy.stderr.strip().splitlines()[-1].startswith(f"logway: start-up error: listeners=PLAINTEXT://127.0.0.1:{port}: "
                                                           "cannot listen")
+
+
+_TENANTS = {"proxy.upstream.bootstrap.servers": "k:1",
+            "listeners": "A://127.0.0.1:9300,B://127.0.0.1:9500",
+            "listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT",
+            "proxy.virtual.clusters": "a,b",
+            "proxy.virtual.cluster.a.listener": "A", "proxy.virtual.cluster.a.topic.prefix": "tenant-a.",
+            "proxy.virtual.cluster.b.listener": "B", "proxy.virtual.cluster.b.topic.prefix": "tenant-b."}
+
+
+def test_virtual_clusters_by_listener():
+    config = ProxyConfig(_TENANTS)
+    assert {n: (c.name, c.topic_prefix) for n, c in config.virtual_clusters.items()} == {
+        "A": ("a", "tenant-a."), "B": ("b", "tenant-b.")}
+    assert config.warnings == []
+
+
+@pytest.mark.parametrize(("props", "message"), [
+    ({"proxy.virtual.cluster.b.listener": "C"}, "proxy.virtual.cluster.b.listener='C': expected one of"),
+    ({"proxy.virtual.cluster.b.listener": "A"}, "one virtual cluster per listener"),
+    ({"proxy.virtual.cluster.b.topic.prefix": ""}, "proxy.virtual.cluster.b.topic.prefix: topic.prefix ''"),
+    ({"proxy.virtual.cluster.b.topic.prefix": "tenant a"}, "must be 1-248 characters"),
+    ({"proxy.virtual.cluster.b.topic.prefix": "tenant-a.b."}, "tenants would overlap"),
+    ({"proxy.virtual.clusters": "a,a"}, "'a' is listed twice"),
+])
+def test_virtual_cluster_errors_are_one_line(props, message):
+    with pytest.raises(ConfigError, match=message) as err:
+        ProxyConfig({**_TENANTS, **props})
+    assert "\n" not in str(err.value)
+
+
+def test_a_virtual_cluster_not_listed_is_a_warning():
+    config = ProxyConfig({**_TENANTS, "proxy.virtual.clusters": "a"})
+    assert list(config.virtual_clusters) == ["A"]
+    assert config.warnings == ["proxy.virtual.cluster.b.listener: b is not in proxy.virtual.clusters, ignored",
+                               "proxy.virtual.cluster.b.topic.prefix: b is not in proxy.virtual.clusters, ignored"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -343,3 +344,40 @@ def test_tls_to_the_proxy_and_tls_to_the_upstream(processes, tmp_path, topic_nam
             values.append(message.value())
     consumer.close()
     assert values == [f"t{i}".encode() for i in range(20)]
+
+
+def test_sasl_scram_sha_256_ends_at_the_proxy(processes, topic_name):
+    """Clients authenticate to the proxy with SCRAM-SHA-256 against the proxy's own SCRAM users (the
+    gateway's credential store in the proxy's log.dirs, `logway users add`); the upstream is PLAINTEXT."""
+    upstream = processes["gateway"]("data", "--override", "group.initial.rebalance.delay.ms=0").start()
+    proxy = processes["proxy"](upstream.bootstrap,
+                               "--override", "listener.security.protocol.map=PLAINTEXT:SASL_PLAINTEXT",
+                               "--override", "sasl.enabled.mechanisms=SCRAM-SHA-256")
+    subprocess.run([sys.executable, "-m", "logway.gateway", "users", "add", "--log-dirs",
+                    str(proxy.workdir / "state"), "--user", "alice", "--password", "alice-secret",
+                    "--mechanism", "SCRAM-SHA-256"], check=True, timeout=60)
+    proxy.start().wait_node_port(1)
+    client = {"bootstrap.servers": proxy.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+              "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "alice", "sasl.password": "alice-secret"}
+    admin = AdminClient(client)
+    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(15)
+    producer = Producer(client)
+    for i in range(10):
+        producer.produce(topic_name, f"s{i}".encode())
+    assert producer.flush(15) == 0
+    consumer = Consumer({**client, "group.id": f"{topic_name}-g", "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic_name])
+    values = []
+    deadline = time.monotonic() + 20
+    while len(values) < 10 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    consumer.close()
+    assert sorted(values) == sorted(f"s{i}".encode() for i in range(10))
+    errors: list[KafkaError] = []
+    wrong = Producer({**client, "sasl.password": "nope", "error_cb": errors.append})
+    deadline = time.monotonic() + 10
+    while not any(e.code() == KafkaError._AUTHENTICATION for e in errors) and time.monotonic() < deadline:
+        wrong.poll(0.25)
+    assert any(e.code() == KafkaError._AUTHENTICATION for e in errors), errors
