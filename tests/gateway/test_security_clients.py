@@ -182,7 +182,7 @@ def test_kcat_produce_and_consume_in_a_group(gateway, certs, listener, mechanism
     ("SASL_SSL", "SCRAM-SHA-512", "invalid credentials with SASL mechanism SCRAM-SHA-512"),
 ])
 def test_kcat_wrong_password_is_a_clear_failure(gateway, certs, listener, mechanism, message):
-    out = _kcat(_rdkafka_conf(gateway, certs, listener, mechanism, password="wrong"), "-L", "-m", "1")
+    out = _kcat(_rdkafka_conf(gateway, certs, listener, mechanism, password="wrong"), "-L", "-m", "5")
     assert out.returncode != 0
     assert message in out.stderr, out.stderr
     assert gateway.alive()
@@ -197,7 +197,8 @@ def test_kcat_wrong_password_is_a_clear_failure(gateway, certs, listener, mechan
 ])
 def test_clients_refuse_an_untrusted_or_expired_server_certificate(gateway, certs, listener, ca, message):
     conf = {**_rdkafka_conf(gateway, certs, listener), "ssl.ca.location": certs[ca]}
-    out = _kcat(conf, "-L", "-m", "1")
+    # -m 5, not 1: the handshake error must surface before kcat gives up waiting (a loaded machine missed 1 s).
+    out = _kcat(conf, "-L", "-m", "5")
     assert out.returncode != 0 and "certificate verify failed: broker certificate could not be verified" in out.stderr
     context = ssl.create_default_context(cafile=certs[ca])
     with socket.create_connection(("127.0.0.1", gateway.ports[listener]), timeout=5) as raw:
@@ -214,7 +215,7 @@ def test_kcat_mtls_refused_without_a_trusted_certificate(gateway, certs):
             conf["ssl.certificate.location"], conf["ssl.key.location"] = certs[cert], certs[cert + "_key"]
         else:
             del conf["ssl.certificate.location"], conf["ssl.key.location"]
-        out = _kcat(conf, "-L", "-m", "1")
+        out = _kcat(conf, "-L", "-m", "5")
         assert out.returncode != 0, out.stdout
         assert "SSL" in out.stderr or "ssl" in out.stderr, out.stderr
     log = gateway.log.read_text()
@@ -227,7 +228,7 @@ def test_kcat_plaintext_on_tls_port_and_tls_on_plaintext_port(gateway, certs):
     plain_on_tls = _kcat({"bootstrap.servers": gateway.bootstrap("SSL")}, "-L", "-m", "1")
     assert plain_on_tls.returncode != 0 and "Failed to acquire metadata" in plain_on_tls.stderr
     tls_on_plain = _kcat({"bootstrap.servers": gateway.bootstrap("PLAINTEXT"), "security.protocol": "SSL",
-                          "ssl.ca.location": certs["ca"]}, "-L", "-m", "1")
+                          "ssl.ca.location": certs["ca"]}, "-L", "-m", "5")
     assert tls_on_plain.returncode != 0 and "SSL" in tls_on_plain.stderr, tls_on_plain.stderr
     assert _kcat({"bootstrap.servers": gateway.bootstrap("PLAINTEXT")}, "-L", "-m", "10").returncode == 0
 
