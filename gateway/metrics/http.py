@@ -9,6 +9,7 @@ connections, like every other input.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -40,7 +41,20 @@ async def open_metrics_listeners(config: ServerConfig) -> list[trio.SocketListen
 
 async def serve_metrics(broker: Broker, listeners: list[trio.SocketListener],
                         task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Answer scrapes until cancelled; one scrape renders at a time."""
+    """Answer scrapes of the broker until cancelled: the live state is copied on the event loop, the text is
+    formatted in a worker thread."""
+
+    async def body(limiter: trio.CapacityLimiter) -> bytes:
+        snapshot = take_snapshot(broker)
+        return await trio.to_thread.run_sync(render, snapshot, limiter=limiter)
+
+    await serve_scrapes(body, listeners, task_status=task_status)
+
+
+async def serve_scrapes(body: Callable[[trio.CapacityLimiter], Awaitable[bytes]],
+                        listeners: list[trio.SocketListener], task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Answer `GET /metrics` with ``body(limiter)`` until cancelled (the broker's and the proxy's endpoints);
+    one rendering at a time, at most MAX_CONNECTIONS scrapers."""
     slots = trio.Semaphore(MAX_CONNECTIONS)
     render_limiter = trio.CapacityLimiter(1)
 
@@ -50,7 +64,7 @@ async def serve_metrics(broker: Broker, listeners: list[trio.SocketListener],
                 return  # too many scrapers at once: close
             async with slots:
                 try:
-                    await _answer(broker, stream, render_limiter)
+                    await _answer(body, stream, render_limiter)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     pass
 
@@ -60,7 +74,8 @@ async def serve_metrics(broker: Broker, listeners: list[trio.SocketListener],
         task_status.started()
 
 
-async def _answer(broker: Broker, stream: trio.SocketStream, limiter: trio.CapacityLimiter) -> None:
+async def _answer(body: Callable[[trio.CapacityLimiter], Awaitable[bytes]], stream: trio.SocketStream,
+                  limiter: trio.CapacityLimiter) -> None:
     head = await _read_head(stream)
     if head is None:
         return
@@ -72,9 +87,7 @@ async def _answer(broker: Broker, stream: trio.SocketStream, limiter: trio.Capac
     if target not in PATHS:
         await _send(stream, "404 Not Found", b"metrics are at /metrics\n", "text/plain")
         return
-    snapshot = take_snapshot(broker)
-    body = await trio.to_thread.run_sync(render, snapshot, limiter=limiter)
-    await _send(stream, "200 OK", body, CONTENT_TYPE, head_only=method == b"HEAD")
+    await _send(stream, "200 OK", await body(limiter), CONTENT_TYPE, head_only=method == b"HEAD")
 
 
 async def _read_head(stream: trio.SocketStream) -> bytes | None:
