@@ -14,7 +14,7 @@ from pathlib import Path
 import trio
 
 from logway.gateway import health
-from logway.gateway.config import ConfigError, ServerConfig, environment_properties
+from logway.gateway.config import ConfigError, ServerConfig, command_line_properties, environment_properties
 from logway.gateway.security.credentials import CredentialStore
 from logway.gateway.security.scram import MECHANISMS
 from logway.gateway.tools.commands import TOOL_COMMANDS
@@ -130,16 +130,8 @@ def users_command(args: argparse.Namespace) -> int:
 def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> ServerConfig:
     """Flags over LOGWAY_* environment settings over the --config file, over Kafka's defaults."""
     overrides = environment_properties(os.environ if environ is None else environ)
-    for item in args.override:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"--override {item!r}: expected KEY=VALUE")
-        overrides[key.strip()] = value.strip()
-    for flag, key in (("listeners", "listeners"), ("advertised_listeners", "advertised.listeners"),
-                      ("log_dirs", "log.dirs")):
-        value = getattr(args, flag)
-        if value is not None:
-            overrides[key] = value
+    overrides |= command_line_properties(args.override, {
+        "listeners": args.listeners, "advertised.listeners": args.advertised_listeners, "log.dirs": args.log_dirs})
     return ServerConfig.load(args.config, overrides)
 
 

@@ -373,3 +373,15 @@ def read_properties_file(path: Path) -> str:
         if sum(b < 32 and b not in b"\t\r\n\f" for b in data) > 0:
             raise ConfigError(f"--config {str(path)!r}: not a properties file (binary data at byte {exc.start})") from None
         return data.decode("latin-1")
+
+
+def command_line_properties(overrides: list[str], flags: Mapping[str, str | None]) -> dict[str, str]:
+    """`--override KEY=VALUE` items, then the named flags' values (``flags``: property -> value or None)."""
+    properties: dict[str, str] = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--override {item!r}: expected KEY=VALUE")
+        properties[key.strip()] = value.strip()
+    properties.update({key: value for key, value in flags.items() if value is not None})
+    return properties

@@ -7,7 +7,7 @@ import sys
 
 import trio
 
-from logway.gateway.config import ConfigError
+from logway.gateway.config import ConfigError, command_line_properties
 
 
 def add_parser(sub) -> None:
@@ -27,17 +27,9 @@ def add_parser(sub) -> None:
 def config_from_args(args: argparse.Namespace):
     from logway.proxy.config import ProxyConfig
 
-    overrides: dict[str, str] = {}
-    for item in args.override:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"--override {item!r}: expected KEY=VALUE")
-        overrides[key.strip()] = value.strip()
-    for flag, key in (("listeners", "listeners"), ("advertised_listeners", "advertised.listeners"),
-                      ("upstream_bootstrap_servers", "proxy.upstream.bootstrap.servers")):
-        value = getattr(args, flag)
-        if value is not None:
-            overrides[key] = value
+    overrides = command_line_properties(args.override, {
+        "listeners": args.listeners, "advertised.listeners": args.advertised_listeners,
+        "proxy.upstream.bootstrap.servers": args.upstream_bootstrap_servers})
     return ProxyConfig.load(args.config, overrides)
 
 
