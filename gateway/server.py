@@ -44,6 +44,26 @@ async def open_listeners(config: ServerConfig) -> list[tuple[Listener, trio.Sock
     return listeners
 
 
+async def accept_admitted(bound: trio.SocketListener, quotas: ConnectionQuotas) -> tuple[stdlib_socket.socket, str]:
+    """The next accepted connection that the connection quotas admit, with its client's canonical IP; the
+    others are closed (max.connections, max.connections.per.ip)."""
+    while True:
+        sock = await _accept(bound)
+        try:
+            ip = canonical_ip(sock.getpeername()[0])
+        except (OSError, ValueError):
+            sock.close()
+            continue
+        try:
+            admitted = await quotas.admit(ip)
+        except BaseException:
+            sock.close()
+            raise
+        if admitted:
+            return sock, ip
+        sock.close()
+
+
 async def serve_connections(
     broker: Broker, listeners: list[tuple[Listener, trio.SocketListener]], task_status=trio.TASK_STATUS_IGNORED
 ):
@@ -77,21 +97,8 @@ async def serve_connections(
     async def accept_loop(listener: Listener, bound: trio.SocketListener, nursery: trio.Nursery) -> None:
         async with bound:
             while True:
-                sock = await _accept(bound)
-                try:
-                    ip = canonical_ip(sock.getpeername()[0])
-                except (OSError, ValueError):
-                    sock.close()
-                    continue
-                try:
-                    admitted = await quotas.admit(ip)
-                except BaseException:
-                    sock.close()
-                    raise
-                if admitted:
-                    nursery.start_soon(handle, sock, ip, listener)
-                else:
-                    sock.close()
+                sock, ip = await accept_admitted(bound, quotas)
+                nursery.start_soon(handle, sock, ip, listener)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(expire_idle_connections, connections, config.connections_max_idle_ms)

@@ -13,14 +13,14 @@ import trio
 from prometheus_client import CollectorRegistry
 
 from logway.gateway.apis import sasl_authenticate, sasl_handshake
-from logway.gateway.config import Listener, canonical_ip
+from logway.gateway.config import Listener
 from logway.gateway.connection_limits import ConnectionQuotas, expire_idle_connections
 from logway.gateway.metrics.http import open_metrics_listeners
 from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.request_memory import RequestMemory, budget_bytes
 from logway.gateway.security.authorizer import ACL_FILE, Authorizer
 from logway.gateway.security.credentials import CredentialStore
-from logway.gateway.server import StartupError, _accept, _connection
+from logway.gateway.server import StartupError, _connection, accept_admitted
 from logway.proxy.addresses import NodeOutOfRange
 from logway.proxy.api_versions import Ranges, advertised_ranges
 from logway.proxy.cluster import Cluster
@@ -150,21 +150,8 @@ class ProxyServer:
     async def _accept_loop(self, listener: Listener, bound: trio.SocketListener, node_id: int | None) -> None:
         async with bound, trio.open_nursery() as nursery:
             while True:
-                sock = await _accept(bound)
-                try:
-                    ip = canonical_ip(sock.getpeername()[0])
-                except (OSError, ValueError):
-                    sock.close()
-                    continue
-                try:
-                    admitted = await self.quotas.admit(ip)
-                except BaseException:
-                    sock.close()
-                    raise
-                if admitted:
-                    nursery.start_soon(self._handle, sock, ip, listener, node_id)
-                else:
-                    sock.close()
+                sock, ip = await accept_admitted(bound, self.quotas)
+                nursery.start_soon(self._handle, sock, ip, listener, node_id)
 
     async def _handle(self, sock: stdlib_socket.socket, ip: str, listener: Listener, node_id: int | None) -> None:
         try:
