@@ -204,28 +204,7 @@ def test_sasl_plain_ends_at_the_proxy_which_authenticates_upstream_with_its_own_
     proxy.wait_node_port(1)
     client = {"bootstrap.servers": proxy.bootstrap, "security.protocol": "SASL_PLAINTEXT",
               "sasl.mechanism": "PLAIN", "sasl.username": "alice", "sasl.password": "alice-secret"}
-    admin = AdminClient(client)
-    for future in admin.create_topics([NewTopic(topic_name, 1, 1)]).values():
-        future.result(15)
-    producer = Producer(client)
-    for i in range(50):
-        producer.produce(topic_name, f"s{i}".encode())
-    assert producer.flush(15) == 0
-    consumer = Consumer({**client, "group.id": f"{topic_name}-g", "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic_name])
-    values = []
-    deadline = time.monotonic() + 20
-    while len(values) < 50 and time.monotonic() < deadline:
-        message = consumer.poll(0.5)
-        if message is not None and message.error() is None:
-            values.append(message.value())
-    consumer.close()
-    assert sorted(values) == sorted(f"s{i}".encode() for i in range(50))
-    errors: list[KafkaError] = []
-    wrong = Producer({**client, "sasl.password": "nope", "error_cb": errors.append})
-    deadline = time.monotonic() + 10
-    while not any(e.code() == KafkaError._AUTHENTICATION for e in errors) and time.monotonic() < deadline:
-        wrong.poll(0.25)
+    errors = _sasl_roundtrip_then_wrong_password(client, topic_name, 50)
     assert any("Authentication failed: Invalid username or password" in e.str() for e in errors), errors
 
 
@@ -359,25 +338,32 @@ def test_sasl_scram_sha_256_ends_at_the_proxy(processes, topic_name):
     proxy.start().wait_node_port(1)
     client = {"bootstrap.servers": proxy.bootstrap, "security.protocol": "SASL_PLAINTEXT",
               "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "alice", "sasl.password": "alice-secret"}
-    admin = AdminClient(client)
-    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(15)
+    errors = _sasl_roundtrip_then_wrong_password(client, topic_name, 10)
+    assert any(e.code() == KafkaError._AUTHENTICATION for e in errors), errors
+
+
+def _sasl_roundtrip_then_wrong_password(client: dict, topic: str, count: int) -> list[KafkaError]:
+    """Create ``topic``, produce ``count`` records and read them back in a group as the SASL client ``client``;
+    then the errors a producer with a wrong password gets (until an authentication error, at most 10 s)."""
+    admin = AdminClient(client)  # held: a dropped AdminClient fails its futures with _DESTROY
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
     producer = Producer(client)
-    for i in range(10):
-        producer.produce(topic_name, f"s{i}".encode())
+    for i in range(count):
+        producer.produce(topic, f"s{i}".encode())
     assert producer.flush(15) == 0
-    consumer = Consumer({**client, "group.id": f"{topic_name}-g", "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic_name])
+    consumer = Consumer({**client, "group.id": f"{topic}-g", "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
     values = []
     deadline = time.monotonic() + 20
-    while len(values) < 10 and time.monotonic() < deadline:
+    while len(values) < count and time.monotonic() < deadline:
         message = consumer.poll(0.5)
         if message is not None and message.error() is None:
             values.append(message.value())
     consumer.close()
-    assert sorted(values) == sorted(f"s{i}".encode() for i in range(10))
+    assert sorted(values) == sorted(f"s{i}".encode() for i in range(count))
     errors: list[KafkaError] = []
     wrong = Producer({**client, "sasl.password": "nope", "error_cb": errors.append})
     deadline = time.monotonic() + 10
     while not any(e.code() == KafkaError._AUTHENTICATION for e in errors) and time.monotonic() < deadline:
         wrong.poll(0.25)
-    assert any(e.code() == KafkaError._AUTHENTICATION for e in errors), errors
+    return errors
