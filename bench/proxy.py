@@ -17,9 +17,12 @@ import argparse
 import logging
 import os
 import re
+import signal
 import socket
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -29,6 +32,7 @@ from bench.admin import create_topic, wait_high_watermark
 from bench.driver import run_load
 from bench.peer import TANSU_VERSION, tansu_binary
 from bench.procs import Broker, Logway, Tansu, scratch_dir
+from bench.profile import py_spy, summarize
 from bench.report import git_revision, machine
 
 log = logging.getLogger("bench.proxy")
@@ -133,6 +137,30 @@ def one_round(target: Target, args: argparse.Namespace, n: int) -> dict[str, flo
             "e2e_p50_ms": latency["p50_ms"], "e2e_p99_ms": latency["p99_ms"],
             "target_cpu_s": produce.broker_cpu_s + consume.broker_cpu_s,
             "errors": produce.total("errors") + consume.total("errors")}
+
+
+def profile_round(target: Target, args: argparse.Namespace, out: Path) -> str:
+    """One more round on ``target`` with py-spy recording its process (200 Hz); the functions with the most
+    self samples, as markdown lines."""
+    spy = subprocess.Popen([py_spy(), "record", "--pid", str(target.endpoint.pid), "--format", "raw", "--rate",
+                            "200", "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        result = one_round(target, args, 99)
+    finally:
+        spy.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+        try:
+            spy.wait(60)
+        except subprocess.TimeoutExpired:
+            spy.kill()
+            spy.wait(10)
+    summary = summarize(out, top=12)
+    lines = [f"### py-spy of `{target.label}` over one round (produce {result['produce_mb_s']:.0f} MB/s, consume "
+             f"{result['consume_mb_s']:.0f} MB/s, e2e p99 {result['e2e_p99_ms']:.2f} ms while profiled; "
+             f"{summary['samples']} busy samples, {summary['idle_samples']} idle)", "",
+             "| self % | total % | function |", "|---|---|---|"]
+    for row in summary["top"]:
+        lines.append(f"| {row['self_pct']:.1f} | {row['total_pct']:.1f} | `{row['function']}` |")
+    return "\n".join(lines + [""])
 
 
 def spread(values: list[float], digits: int = 2) -> str:
@@ -250,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--e2e-seconds", type=int, default=5)
     parser.add_argument("--upstreams", default="logway,tansu", help="comma-separated: logway, tansu")
     parser.add_argument("--latest", action="store_true", help="replace the Proxy section of bench/LATEST.md")
+    parser.add_argument("--profile", action="store_true",
+                        help="then one more round through logway proxy -> Logway under py-spy (pip install py-spy)")
     args = parser.parse_args(argv)
     upstreams = [u.strip() for u in args.upstreams.split(",") if u.strip()]
     if not upstreams or set(upstreams) - {"logway", "tansu"}:
@@ -265,11 +295,16 @@ def main(argv: list[str] | None = None) -> int:
                 result = one_round(target, args, n)
                 log.info("round %d %s: %s", n, target.label, {k: round(v, 2) for k, v in result.items()})
                 results[target.label].append(result)
+        if args.profile:
+            proxied = next(t for t in targets if t.label.startswith("logway proxy"))
+            profile = profile_round(proxied, args, Path(tempfile.mkdtemp(prefix="proxy-pyspy-")) / "raw.txt")
     finally:
         for broker in reversed(stack):
             broker.cleanup()
     load1 = " ".join(f"{x:.2f}" for x in os.getloadavg())
     section = markdown(results, args, (load0, load1), (time.monotonic() - t0) / 60)
+    if args.profile:
+        section += "\n" + profile
     print("\n" + section)
     if args.latest:
         LATEST.write_text(replace_section(LATEST.read_text(), section))
