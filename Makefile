@@ -48,11 +48,13 @@ bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m bench $(BENCH_ARGS)
 	$(BIN)/python -m bench.tls $(BENCH_TLS_ARGS)
+	$(BIN)/python -m bench.proxy $(BENCH_PROXY_ARGS)
 
-# The proxy: throughput and latency through `logway proxy` vs direct; the client matrix through it.
+# The proxy: throughput and latency through `logway proxy` vs direct and vs `tansu proxy` (also the last
+# step of `make bench`; BENCH_PROXY_ARGS=--latest rewrites bench/LATEST.md's Proxy section); the client matrix.
 bench-proxy: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bench]'
-	$(BIN)/python -m bench.proxy
+	$(BIN)/python -m bench.proxy $(BENCH_PROXY_ARGS)
 
 proxy-matrix: $(STAMP)
 	$(BIN)/python -m compat_tests.proxy_matrix logway
