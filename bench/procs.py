@@ -23,6 +23,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def free_port_block(size: int) -> int:
+    """A port P with P..P+size-1 free now (a proxy's bootstrap port and the broker ports after it)."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + size > 65535:
+            continue
+        socks = []
+        try:
+            for port in range(base, base + size):
+                sock = socket.socket()
+                socks.append(sock)
+                sock.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+    raise RuntimeError("no block of free ports")
+
+
 def recv_exact(sock: socket.socket, n: int) -> bytes:
     """Exactly ``n`` bytes from a blocking socket (the raw-protocol probes); ConnectionError if it closes first."""
     buf = b""

@@ -18,7 +18,6 @@ import logging
 import os
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from pathlib import Path
 from bench.admin import create_topic, wait_high_watermark
 from bench.driver import run_load
 from bench.peer import TANSU_VERSION, tansu_binary
-from bench.procs import Broker, Logway, Tansu, scratch_dir
+from bench.procs import Broker, Logway, Tansu, free_port_block, scratch_dir
 from bench.profile import py_spy, summarize
 from bench.report import git_revision, machine
 
@@ -39,27 +38,6 @@ log = logging.getLogger("bench.proxy")
 LATEST = Path(__file__).resolve().parent / "LATEST.md"
 METRICS = (("produce_mb_s", "produce MB/s"), ("consume_mb_s", "consume MB/s"),
            ("e2e_p50_ms", "e2e p50 ms"), ("e2e_p99_ms", "e2e p99 ms"), ("target_cpu_s", "CPU s (produce+consume)"))
-
-
-def free_port_block(size: int) -> int:
-    """A port P with P..P+size-1 free now (the proxy's bootstrap port and its broker ports)."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        socks = []
-        try:
-            for port in range(base, base + size):
-                sock = socket.socket()
-                socks.append(sock)
-                sock.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sock in socks:
-                sock.close()
-    raise RuntimeError("no block of free ports")
 
 
 # The node id each upstream kind reports (Logway's node.id default; Tansu's fixed id).

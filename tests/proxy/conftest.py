@@ -14,6 +14,8 @@ from types import ModuleType
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # bench/ as a package, as compat_tests/test_proxy_matrix.py does
+from bench.procs import free_port_block  # noqa: E402  (after the path above)
 
 
 def _root_conftest() -> ModuleType:
@@ -31,29 +33,6 @@ def _root_conftest() -> ModuleType:
 _root = _root_conftest()
 GatewayProcess = _root.GatewayProcess
 wait_for_port = _root.wait_for_port
-
-
-def free_port_block(size: int = 12) -> int:
-    """A port P such that P..P+size-1 are free now (the bootstrap port and the broker ports after it)."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + size > 65535:
-            continue
-        socks = []
-        try:
-            for port in range(base, base + size):
-                sock = socket.socket()
-                socks.append(sock)
-                sock.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sock in socks:
-                sock.close()
-    raise RuntimeError("no block of free ports")
 
 
 class ProxyProcess:
