@@ -160,7 +160,7 @@ def test_compose_broker(podman: Podman, broker_image: Image):
         compose(project, podman, env, "down", timeout=120)
 
 
-# On by default (about 3 min warm, see docker/README.md); LOGWAY_SKIP_DOCKER_PIPELINE=1 skips it for quick local runs.
+# On by default (about 2 min cold, 1 min warm, see docker/README.md); LOGWAY_SKIP_DOCKER_PIPELINE=1 skips it for quick local runs.
 @pytest.mark.skipif(bool(os.environ.get("LOGWAY_SKIP_DOCKER_PIPELINE")),
                     reason="LOGWAY_SKIP_DOCKER_PIPELINE is set (the Spark pipeline service: a 1 GB image, minutes)")
 def test_compose_pipeline(podman: Podman, broker_image: Image, pipeline_image: Image):
