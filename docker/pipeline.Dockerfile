@@ -1,15 +1,10 @@
 # The Spark page-view pipeline (python -m logway.spark.pipeline) in a container: PySpark on a Java 17 runtime.
 # Build from docker/ after `python3 -m pip wheel '..[spark]' --wheel-dir wheelhouse` (see compose.yaml).
+# One stage: the wheelhouse (PySpark's wheel alone is about 400 MB) is bind-mounted for the install, never copied
+# into a layer; pip installs without byte-compiling (--no-compile) and is removed afterwards.
 ARG BASE_IMAGE=python:3.11-slim-bookworm
-
-FROM ${BASE_IMAGE} AS build
-COPY wheelhouse/ /wheels/
-RUN python3 -m venv /opt/logway \
-    && /opt/logway/bin/pip install --no-cache-dir --no-index --find-links /wheels "logway[spark]" \
-    && /opt/logway/bin/pip uninstall --yes --quiet pip
-
 FROM ${BASE_IMAGE}
-# Java from Debian unless the base already has it (the debootstrap base of the tests does).
+# Java from Debian unless the base already has it (the tests' base image does).
 # hadolint ignore=DL3008
 RUN if ! command -v java >/dev/null; then \
         mkdir -p /usr/share/man/man1 \
@@ -21,7 +16,10 @@ RUN if ! command -v java >/dev/null; then \
     && useradd --system --uid 1000 --gid logway --home-dir /var/lib/logway-pipeline --no-create-home logway \
     && mkdir -p /var/lib/logway-pipeline \
     && chown logway:logway /var/lib/logway-pipeline
-COPY --from=build /opt/logway /opt/logway
+RUN --mount=type=bind,source=wheelhouse,target=/wheels \
+    python3 -m venv /opt/logway \
+    && /opt/logway/bin/pip install --no-cache-dir --no-compile --no-index --find-links /wheels "logway[spark]" \
+    && /opt/logway/bin/pip uninstall --yes --quiet pip
 ENV PATH=/opt/logway/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     PYTHONUNBUFFERED=1 \
     PYSPARK_PYTHON=/opt/logway/bin/python \
