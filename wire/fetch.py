@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from logway.wire.protocol import write_uvarint
@@ -89,73 +90,23 @@ def encode_fetch_response(
     error_code: int = 0,
     session_id: int = 0,
 ) -> list[Chunk]:
-    """A whole Fetch response frame (size prefix and header included) as chunks."""
+    """A whole Fetch response frame (size prefix and header included) as chunks: bytes, with each partition's
+    file records as a FileSlice of its own between them (sent with sendfile)."""
     flexible = version >= 12
     chunks: list[Chunk] = []
-    out = bytearray(_I32.pack(correlation_id))
-    if flexible:
-        out.append(0)  # response header v1 tagged fields
-    out += _I32.pack(throttle_time_ms)
-    if version >= 7:
-        out += _I16.pack(error_code)
-        out += _I32.pack(session_id)
-    _array_len(out, len(topics), flexible)
+    out = _response_head(version, correlation_id, throttle_time_ms, error_code, session_id, len(topics))
     total = 0
-    empty_head = _EMPTY_HEAD_V5 if version >= 5 else _EMPTY_HEAD_V4
-    empty_tail = _EMPTY_TAILS[version]
+    empty_partition = _empty_partition_encoder(version)
     for topic in topics:
-        if version >= 13:
-            out += topic.topic_id.bytes
-        else:
-            name = topic.name.encode()
-            if flexible:
-                out += write_uvarint(len(name) + 1)
-            else:
-                out += _I16.pack(len(name))
-            out += name
+        _topic_key(out, topic, version, flexible)
         _array_len(out, len(topic.partitions), flexible)
         for p in topic.partitions:
             if p.aborted_transactions is None and p.records == b"" and p.preferred_read_replica == -1:
-                if version >= 5:
-                    out += empty_head.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset,
-                                           p.log_start_offset)
-                else:
-                    out += empty_head.pack(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset)
-                out += empty_tail
+                out += empty_partition(p)  # an empty fetch's every partition: one pack
                 continue
-            out += _PARTITION_HEAD.pack(p.partition_index, p.error_code, p.high_watermark)
-            out += _I64.pack(p.last_stable_offset)
-            if version >= 5:
-                out += _I64.pack(p.log_start_offset)
-            aborted = p.aborted_transactions
-            if aborted is None:
-                out += b"\x00" if flexible else b"\xff\xff\xff\xff"
-            else:
-                _array_len(out, len(aborted), flexible)
-                for producer_id, first_offset in aborted:
-                    out += _Q2.pack(producer_id, first_offset)
-                    if flexible:
-                        out.append(0)
-            if version >= 11:
-                out += _I32.pack(p.preferred_read_replica)
-            records = p.records
-            if records is None:
-                out += b"\x00" if flexible else b"\xff\xff\xff\xff"
-            else:
-                size = records.size if isinstance(records, FileSlice) else len(records)
-                if flexible:
-                    out += write_uvarint(size + 1)
-                else:
-                    out += _I32.pack(size)
-                if isinstance(records, FileSlice):
-                    if size:
-                        total += len(out)
-                        chunks.append(bytes(out))
-                        chunks.append(records)
-                        total += size
-                        out = bytearray()
-                else:
-                    out += records
+            _partition_fields(out, p, version, flexible)
+            out, sliced = _records_field(out, p.records, flexible, chunks)
+            total += sliced
             if flexible:
                 out.append(0)  # partition tagged fields
         if flexible:
@@ -168,3 +119,79 @@ def encode_fetch_response(
     assert isinstance(first, bytes)
     chunks[0] = _I32.pack(total) + first
     return chunks
+
+
+def _response_head(version: int, correlation_id: int, throttle_time_ms: int, error_code: int, session_id: int,
+                   topic_count: int) -> bytearray:
+    """Correlation id, header tagged fields (v12+), throttle time, error code and session id (v7+), the topic
+    array's length."""
+    flexible = version >= 12
+    out = bytearray(_I32.pack(correlation_id))
+    if flexible:
+        out.append(0)  # response header v1 tagged fields
+    out += _I32.pack(throttle_time_ms)
+    if version >= 7:
+        out += _I16.pack(error_code)
+        out += _I32.pack(session_id)
+    _array_len(out, topic_count, flexible)
+    return out
+
+
+def _topic_key(out: bytearray, topic: FetchTopicResult, version: int, flexible: bool) -> None:
+    """The topic's id (v13+) or name."""
+    if version >= 13:
+        out += topic.topic_id.bytes
+        return
+    name = topic.name.encode()
+    out += write_uvarint(len(name) + 1) if flexible else _I16.pack(len(name))
+    out += name
+
+
+def _empty_partition_encoder(version: int) -> Callable[[FetchPartitionResult], bytes]:
+    """The whole encoding of a partition without records, aborted list or preferred replica, for ``version``."""
+    tail = _EMPTY_TAILS[version]
+    if version >= 5:
+        head = _EMPTY_HEAD_V5.pack
+        return lambda p: head(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset,
+                              p.log_start_offset) + tail
+    head = _EMPTY_HEAD_V4.pack
+    return lambda p: head(p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset) + tail
+
+
+def _partition_fields(out: bytearray, p: FetchPartitionResult, version: int, flexible: bool) -> None:
+    """A partition's fields before its records: offsets, aborted transactions, preferred read replica."""
+    out += _PARTITION_HEAD.pack(p.partition_index, p.error_code, p.high_watermark)
+    out += _I64.pack(p.last_stable_offset)
+    if version >= 5:
+        out += _I64.pack(p.log_start_offset)
+    aborted = p.aborted_transactions
+    if aborted is None:
+        out += b"\x00" if flexible else b"\xff\xff\xff\xff"
+    else:
+        _array_len(out, len(aborted), flexible)
+        for producer_id, first_offset in aborted:
+            out += _Q2.pack(producer_id, first_offset)
+            if flexible:
+                out.append(0)
+    if version >= 11:
+        out += _I32.pack(p.preferred_read_replica)
+
+
+def _records_field(out: bytearray, records: bytes | FileSlice | None, flexible: bool,
+                   chunks: list[Chunk]) -> tuple[bytearray, int]:
+    """Append the records' length and bytes. File records close the current chunk and follow it as a FileSlice:
+    returns the buffer to go on with and how many bytes moved into ``chunks``."""
+    if records is None:
+        out += b"\x00" if flexible else b"\xff\xff\xff\xff"
+        return out, 0
+    is_slice = isinstance(records, FileSlice)
+    size = records.size if is_slice else len(records)
+    out += write_uvarint(size + 1) if flexible else _I32.pack(size)
+    if not is_slice:
+        out += records
+        return out, 0
+    if not size:
+        return out, 0
+    chunks.append(bytes(out))
+    chunks.append(records)
+    return bytearray(), len(out) + size
