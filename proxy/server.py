@@ -20,7 +20,7 @@ from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.request_memory import RequestMemory, budget_bytes
 from logway.gateway.security.authorizer import ACL_FILE, Authorizer
 from logway.gateway.security.credentials import CredentialStore
-from logway.gateway.server import StartupError, _connection, accept_admitted
+from logway.gateway.server import StartupError, _connection, accept_admitted, open_listeners
 from logway.proxy.addresses import NodeOutOfRange
 from logway.proxy.api_versions import Ranges, advertised_ranges
 from logway.proxy.cluster import Cluster
@@ -174,23 +174,10 @@ class ProxyServer:
             self.quotas.release(ip)
 
 
-async def open_bootstrap_listeners(broker: ProxyBroker) -> list[tuple[Listener, trio.SocketListener]]:
-    out: list[tuple[Listener, trio.SocketListener]] = []
-    for listener in broker.config.listeners:
-        try:
-            bound = await trio.open_tcp_listeners(listener.port, host=listener.host or None, backlog=1024)
-        except OSError as exc:
-            for _, opened in out:
-                await opened.aclose()
-            raise StartupError(f"listeners={listener}: cannot listen: {exc.strerror or exc}") from exc
-        out.extend((listener, sock) for sock in bound)
-    return out
-
-
 async def serve_proxy(config: ProxyConfig, filter_factories: Mapping[str, Sequence[FilterFactory]] | None = None) -> None:
     """Run the proxy until SIGTERM or SIGINT."""
     broker = ProxyBroker(config, filter_factories)
-    bootstrap = await open_bootstrap_listeners(broker)
+    bootstrap = await open_listeners(broker.config)
     try:
         metrics_listeners = await open_metrics_listeners(broker.config)
     except OSError as exc:
