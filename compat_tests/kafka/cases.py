@@ -1192,7 +1192,14 @@ def alter_scram_round_trip(side: Side, v: int, topic: str) -> Steps:
     user = f"u-{topic}"
     up = side.call(51, v, {"upsertions": [{"name": user, "mechanism": 2, "iterations": 8192, "salt": b"s" * 16,
                                            "salted_password": b"p" * 64}], "deletions": []})
-    described = side.call(50, 0, {"users": [{"name": user}]})
+    # Kafka's broker answers DescribeUserScramCredentials from its metadata cache, which follows the controller
+    # a moment after the upsert (a full run once saw RESOURCE_NOT_FOUND right after it): wait for the user, 5 s.
+    deadline = time.monotonic() + 5
+    while True:
+        described = side.call(50, 0, {"users": [{"name": user}]})
+        if any(r.credential_infos for r in described.results) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     down = side.call(51, v, {"upsertions": [], "deletions": [{"name": user, "mechanism": 2}]})
     return {"upsert": [(r.error_code, r.error_message) for r in up.results],
             "describe": [(r.error_code, [(c.mechanism, c.iterations) for c in r.credential_infos])
