@@ -15,6 +15,7 @@ from confluent_kafka.admin import (
     ConfigSource,
     NewTopic,
 )
+from polling import wait_for
 
 from logway.gateway.in_process import InProcessGateway
 
@@ -69,14 +70,6 @@ def _earliest(admin: AdminClient, topic: str) -> int:
     return admin.list_offsets({tp: OffsetSpec.earliest()}, request_timeout=10)[tp].result(10).offset
 
 
-def _wait_for(check, timeout: float = 10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")
-
 
 def test_retention_change_deletes_old_segments_without_a_restart_and_survives_one(gateway, topic_name):
     admin = _admin(gateway)
@@ -87,7 +80,7 @@ def test_retention_change_deletes_old_segments_without_a_restart_and_survives_on
 
     _incremental(admin, topic_name, ("retention.bytes", "2048", AlterConfigOpType.SET))
 
-    _wait_for(lambda: _earliest(admin, topic_name) > 0)
+    wait_for(lambda: _earliest(admin, topic_name) > 0)
     assert len(_segments(gateway, topic_name)) < before
     entry = _describe(admin, resource)["retention.bytes"]
     assert (entry.value, entry.source) == ("2048", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)

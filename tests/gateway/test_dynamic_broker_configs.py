@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, NewTopic
+from polling import wait_for
 from raw_requests import exchange
 
 from logway.gateway.in_process import InProcessGateway
@@ -80,14 +81,6 @@ def _segments(gw, topic: str) -> list[Path]:
     return sorted((gw.data_dir / f"{topic}-0").glob("*.log"))
 
 
-def _wait_for(check, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError("condition not met in time")
-
 
 def test_cluster_default_retention_deletes_old_segments_of_topics_without_an_override(gateway, topic_name):
     admin = _admin(gateway)
@@ -102,7 +95,7 @@ def test_cluster_default_retention_deletes_old_segments_of_topics_without_an_ove
     time.sleep(0.3)
     try:
         _alter_cluster_default(gateway, {"log.retention.ms": ("SET", "100")})
-        _wait_for(lambda: len(_segments(gateway, plain)) == 1)  # all but the active segment, no restart
+        wait_for(lambda: len(_segments(gateway, plain)) == 1)  # all but the active segment, no restart
         time.sleep(0.5)
         assert len(_segments(gateway, kept)) == before_kept  # its own retention.ms wins
         entry = _describe(gateway, ConfigResource.Type.TOPIC, plain)["retention.ms"]
