@@ -408,6 +408,8 @@ def _offset_fetch(k: int, v: int, request: Any, acl: Acl) -> Decision:
         groups.append(g if kept is None or (not denied) else dataclasses.replace(g, topics=kept))
     if not groups:
         return answer(k, v, {"groups": denied_groups})
+    if not denied_groups and not any(denied or keep for denied, keep in per_group.values()):
+        return Decision(request)
     group_entity = _entity_of(typing.get_type_hints(cls)["groups"])
     topic_entity = _entity_of(typing.get_type_hints(group_entity)["topics"])
 
@@ -420,7 +422,8 @@ def _offset_fetch(k: int, v: int, request: Any, acl: Acl) -> Decision:
                 g = dataclasses.replace(g, topics=topics + tuple(make(topic_entity, d) for d in denied))
             out.append(g)
         return dataclasses.replace(response, groups=tuple(out) + tuple(make(group_entity, d) for d in denied_groups))
-    return Decision(dataclasses.replace(request, groups=tuple(groups)), finish=finish)
+    unchanged = len(groups) == len(request.groups) and all(a is b for a, b in zip(groups, request.groups, strict=True))
+    return Decision(request if unchanged else dataclasses.replace(request, groups=tuple(groups)), finish=finish)
 
 
 _COORDINATOR_RESOURCE = {0: (ResourceType.GROUP, GROUP_DENIED), 1: (ResourceType.TRANSACTIONAL_ID, TXN_DENIED)}
