@@ -5,8 +5,11 @@ version; groups, transactional ids, admin and cluster APIs with Kafka's error co
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import sys
 import typing
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -253,3 +256,26 @@ def test_config_resources_are_checked_on_their_own_resource_type():
     assert [r.resource_name for r in decision.request.resources] == ["t"]  # ALTER_CONFIGS implies DESCRIBE_CONFIGS
     answered = decision.finish(make(response_type(32, 4), {"results": []}))
     assert [(r.resource_name, r.error_code) for r in answered.results] == [("1", 31), ("g", GROUP_DENIED)]
+
+
+def _broker_cases():
+    """The broker's own authorization cases (tests/gateway/test_acl_requests.py): the proxy must answer alike."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gateway"))
+    spec = importlib.util.spec_from_file_location("broker_acl_requests",
+                                                  Path(__file__).resolve().parents[1] / "gateway" / "test_acl_requests.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.CASES
+
+
+@pytest.mark.parametrize(("name", "api_key", "version", "data", "field", "expected"), _broker_cases(),
+                         ids=[c[0] for c in _broker_cases()])
+def test_the_proxy_denies_as_the_broker_does(name, api_key, version, data, field, expected):
+    """With ACLs on and none granted, the proxy answers each request of the broker's authorization tests with
+    the error the broker answers (DescribeCluster is forwarded, its authorized operations made the principal's)."""
+    nobody = Acl(Authorizer(), "User:ANONYMOUS", "127.0.0.1")
+    decision = authorize_request(api_key, version, build(request_type(api_key, version), data), nobody)
+    response = decision.response
+    if response is None:
+        response = decision.finish(_sample(response_type(api_key, version)))
+    assert field(response) == expected
