@@ -138,7 +138,10 @@ REGISTRY: dict[int, ModuleType] = {m.API_KEY: m for m in API_MODULES}
 SHARED_ACL_CHECKS = frozenset({
     find_coordinator.API_KEY, join_group.API_KEY, heartbeat.API_KEY, leave_group.API_KEY, sync_group.API_KEY,
     describe_groups.API_KEY, list_groups.API_KEY, delete_groups.API_KEY, init_producer_id.API_KEY,
-    add_offsets_to_txn.API_KEY, end_txn.API_KEY,
+    add_offsets_to_txn.API_KEY, end_txn.API_KEY, offset_commit.API_KEY, offset_delete.API_KEY,
+    txn_offset_commit.API_KEY, create_acls.API_KEY, delete_acls.API_KEY, describe_acls.API_KEY,
+    describe_log_dirs.API_KEY, list_partition_reassignments.API_KEY, describe_user_scram_credentials.API_KEY,
+    alter_user_scram_credentials.API_KEY, alter_partition_reassignments.API_KEY,
 })
 
 

@@ -43,6 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from logway.gateway.apis.acls import creation_binding, request_filter
 from logway.gateway.security.authorizer import (
     CLUSTER_NAME,
     SUPPORTED_OPERATIONS,
@@ -622,13 +623,22 @@ def _describe_cluster(k: int, v: int, request: Any, acl: Acl) -> Decision:
     return Decision(request, finish=lambda r: dataclasses.replace(r, cluster_authorized_operations=ops))
 
 
+def _describe_acls(k: int, v: int, request: Any, acl: Acl) -> Decision:
+    request_filter(request)  # Kafka's request parsing refuses UNKNOWN elements before any ACL check
+    return _single(k, v, acl.cluster(Operation.DESCRIBE), CLUSTER_DENIED, error_message=None, resources=[])
+
+
 def _create_acls(k: int, v: int, request: Any, acl: Acl) -> Decision:
+    for creation in request.creations:
+        creation_binding(creation)
     if acl.cluster(Operation.ALTER):
         return Decision(_AS_IS)
     return answer(k, v, {"results": [{"error_code": CLUSTER_DENIED, "error_message": None} for _ in request.creations]})
 
 
 def _delete_acls(k: int, v: int, request: Any, acl: Acl) -> Decision:
+    for f in request.filters:
+        request_filter(f)
     if acl.cluster(Operation.ALTER):
         return Decision(_AS_IS)
     return answer(k, v, {"filter_results": [{"error_code": CLUSTER_DENIED, "error_message": None,
@@ -650,6 +660,17 @@ def _elect_leaders(k: int, v: int, request: Any, acl: Acl) -> Decision:
         {"partition_id": p, "error_code": CLUSTER_DENIED, "error_message": "Cluster authorization failed."}
         for p in t.partitions]} for t in request.topic_partitions or ()]
     return answer(k, v, {"error_code": CLUSTER_DENIED, "replica_election_results": results})
+
+
+def _alter_partition_reassignments(k: int, v: int, request: Any, acl: Acl) -> Decision:
+    if acl.cluster(Operation.ALTER):
+        return Decision(_AS_IS)
+    message = "Cluster authorization failed."
+    return answer(k, v, {"error_code": CLUSTER_DENIED, "error_message": message,
+                         "allow_replication_factor_change": getattr(request, "allow_replication_factor_change", True),
+                         "responses": [{"name": t.name, "partitions": [
+                             {"partition_index": p.partition_index, "error_code": CLUSTER_DENIED,
+                              "error_message": message} for p in t.partitions]} for t in request.topics]})
 
 
 def _alter_client_quotas(k: int, v: int, request: Any, acl: Acl) -> Decision:
@@ -698,13 +719,13 @@ RULES: dict[int, Rule] = {
     15: _describe_groups, 16: _list_groups, 19: _create_topics, 20: _delete_topics, 21: _delete_records,
     22: _init_producer_id, 23: _offset_for_leader_epoch, 24: _add_partitions_to_txn, 25: _add_offsets_to_txn,
     26: _end_txn, 28: _txn_offset_commit,
-    29: _cluster(Operation.DESCRIBE, error_message=None, resources=[]),  # DescribeAcls
+    29: _describe_acls,
     30: _create_acls, 31: _delete_acls,
     32: _configs(Operation.DESCRIBE_CONFIGS, "results"), 33: _configs(Operation.ALTER_CONFIGS, "responses"),
     34: _alter_replica_log_dirs, 35: _cluster(Operation.DESCRIBE, results=[]),  # DescribeLogDirs
     37: _create_partitions, 42: _delete_groups, 43: _elect_leaders,
     44: _configs(Operation.ALTER_CONFIGS, "responses"),
-    45: _cluster(Operation.ALTER, error_message="Cluster authorization failed.", responses=[]),
+    45: _alter_partition_reassignments,
     46: _cluster(Operation.DESCRIBE, error_message="Cluster authorization failed.", topics=None),
     47: _offset_delete,
     48: _cluster(Operation.DESCRIBE_CONFIGS, error_message=None, entries=None),  # DescribeClientQuotas
