@@ -33,6 +33,16 @@ def test_scram_client_against_the_brokers_scram_server(mechanism):
         server.respond(wrong.final(server.respond(wrong.first())))
 
 
+def test_scram_client_matches_rfc7677():
+    """RFC 7677 section 3's SCRAM-SHA-256 exchange, byte for byte."""
+    client = ScramClient("SCRAM-SHA-256", "user", "pencil", nonce="rOprNGfwEbeRWgbNEkqO")
+    assert client.first() == b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO"
+    final = client.final(b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096")
+    assert final == (b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+                     b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
+    client.verify(b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")
+
+
 def test_scram_client_refuses_a_server_that_does_not_know_the_password():
     """The server's signature proves it holds the credential: an impostor's final message is refused."""
     server = ScramServer("SCRAM-SHA-256", {"proxy": make_credential("SCRAM-SHA-256", "pw")}.get)
