@@ -80,6 +80,11 @@ CASES = [
     ("AlterPartitionReassignments", 45, 0, {"topics": [{"name": "t", "partitions": [
         {"partition_index": 0, "replicas": [1]}]}]},
      lambda r: (r.error_code, r.responses[0].partitions[0].error_code), (E.cluster_authorization_failed,) * 2),
+    ("DeleteRecords", 21, 2, {"topics": [{"name": "t", "partitions": [{"partition_index": 0, "offset": 1}]}],
+                              "timeout": S},
+     lambda r: r.topics[0].partitions[0].error_code, E.topic_authorization_failed),
+    ("DescribeProducers", 61, 0, {"topics": [{"name": "t", "partition_indexes": [0]}]},
+     lambda r: r.topics[0].partitions[0].error_code, E.topic_authorization_failed),
     ("ListPartitionReassignments", 46, 0, {"topics": None}, lambda r: r.error_code, E.cluster_authorization_failed),
     ("ListOffsets", 2, 7, {"replica_id": -1, "isolation_level": 0,
                            "topics": [{"name": "t", "partitions": [{"partition_index": 0, "timestamp": -1}]}]},
