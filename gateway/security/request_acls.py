@@ -378,7 +378,7 @@ def _offset_fetch_topics(request_topics: Any, acl: Acl) -> tuple[Any, list[dict]
         keep = lambda t: acl.allowed(Operation.DESCRIBE, ResourceType.TOPIC, t.name)  # noqa: E731
         return None, [], keep
     kept = tuple(t for t in request_topics if acl.allowed(Operation.DESCRIBE, ResourceType.TOPIC, t.name))
-    denied = [{"name": t.name, "partitions": [{"partition_index": p, "committed_offset": -1, "metadata": None,
+    denied = [{"name": t.name, "partitions": [{"partition_index": p, "committed_offset": -1, "metadata": "",
                                                 "error_code": TOPIC_DENIED} for p in t.partition_indexes]}
               for t in request_topics if t not in kept]
     return kept, denied, None
@@ -391,7 +391,7 @@ def _offset_fetch(k: int, v: int, request: Any, acl: Acl) -> Decision:
             if v >= 2:
                 return answer(k, v, {"error_code": GROUP_DENIED})
             return answer(k, v, {"topics": [{"name": t.name, "partitions": [
-                {"partition_index": p, "committed_offset": -1, "metadata": None, "error_code": GROUP_DENIED}
+                {"partition_index": p, "committed_offset": -1, "metadata": "", "error_code": GROUP_DENIED}
                 for p in t.partition_indexes]} for t in request.topics or ()]})
         kept, denied, keep = _offset_fetch_topics(request.topics, acl)
         if keep is not None:

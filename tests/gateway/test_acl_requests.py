@@ -85,6 +85,8 @@ CASES = [
      lambda r: r.topics[0].partitions[0].error_code, E.topic_authorization_failed),
     ("DescribeProducers", 61, 0, {"topics": [{"name": "t", "partition_indexes": [0]}]},
      lambda r: r.topics[0].partitions[0].error_code, E.topic_authorization_failed),
+    ("DescribeTransactions", 65, 0, {"transactional_ids": ["tx"]},
+     lambda r: r.transaction_states[0].error_code, E.transactional_id_authorization_failed),
     ("ListPartitionReassignments", 46, 0, {"topics": None}, lambda r: r.error_code, E.cluster_authorization_failed),
     ("ListOffsets", 2, 7, {"replica_id": -1, "isolation_level": 0,
                            "topics": [{"name": "t", "partitions": [{"partition_index": 0, "timestamp": -1}]}]},
