@@ -143,7 +143,7 @@ SHARED_ACL_CHECKS = frozenset({
     describe_log_dirs.API_KEY, list_partition_reassignments.API_KEY, describe_user_scram_credentials.API_KEY,
     alter_user_scram_credentials.API_KEY, alter_partition_reassignments.API_KEY, create_partitions.API_KEY,
     delete_records.API_KEY, describe_producers.API_KEY, offset_fetch.API_KEY, list_offsets.API_KEY,
-    offset_for_leader_epoch.API_KEY, list_transactions.API_KEY, describe_transactions.API_KEY,
+    offset_for_leader_epoch.API_KEY, list_transactions.API_KEY, describe_transactions.API_KEY, elect_leaders.API_KEY,
 })
 
 
