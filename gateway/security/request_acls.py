@@ -5,7 +5,8 @@ A Decision says what may be served (the request itself, a copy without the topic
 may not use, or nothing: then ``response`` is the complete answer) and how to finish the served request's
 response (``finish``: the denied entries added with their error code, lists filtered to what the principal
 may describe, *_authorized_operations recomputed for the principal). The proxy's ACL filter uses it for every
-API it forwards; nothing here knows where the response comes from.
+API it forwards, the broker's dispatch for the APIs in its SHARED_ACL_CHECKS (the others, Produce and Fetch
+on the hot path among them, check in their handlers); nothing here knows where the response comes from.
 
 Kafka's rules, per API (error codes: TOPIC_ 29, GROUP_ 30, CLUSTER_ 31, TRANSACTIONAL_ID_AUTHORIZATION_FAILED 53):
 - Produce: a transactional one needs TRANSACTIONAL_ID WRITE (else every partition 53), then TOPIC WRITE;
