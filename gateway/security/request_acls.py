@@ -740,6 +740,9 @@ RULES: dict[int, Rule] = {
 }
 
 
+UNRESTRICTED = frozenset(k for k, rule in RULES.items() if rule is _unrestricted)
+
+
 def authorize_request(api_key: int, version: int, request: Any, acl: Acl) -> Decision:
     """The decision for one request (``api_key`` must be in RULES). An unchanged request comes back as the same
     object, with no ``finish`` when its response needs nothing either."""

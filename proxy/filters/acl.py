@@ -16,7 +16,14 @@ from __future__ import annotations
 from typing import Any
 
 from logway.gateway.security.authorizer import Authorizer
-from logway.gateway.security.request_acls import RULES, VERSION_CAPS, Acl, Decision, authorize_request
+from logway.gateway.security.request_acls import (
+    RULES,
+    UNRESTRICTED,
+    VERSION_CAPS,
+    Acl,
+    Decision,
+    authorize_request,
+)
 from logway.proxy.filters.base import Answer, ClientInfo
 
 __all__ = ["AclFilter", "RULES", "VERSION_CAPS", "acl_filter_factory"]
@@ -24,7 +31,7 @@ PRODUCE = 0
 
 
 class AclFilter:
-    api_keys = frozenset(RULES)
+    api_keys = frozenset(RULES) - UNRESTRICTED  # (client telemetry is served to every principal, undecoded)
 
     def __init__(self, authorizer: Authorizer, client: ClientInfo) -> None:
         self.authorizer = authorizer
