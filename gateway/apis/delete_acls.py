@@ -9,7 +9,6 @@ AclControlManager.deleteAcls does), and the change is persisted before the answe
 from __future__ import annotations
 
 from logway.gateway.apis.acls import binding_fields, request_filter
-from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -28,8 +27,6 @@ def _failed(filters, error: ErrorCode, message: str | None) -> list[dict]:
 
 async def handle(ctx, request):
     filters = [request_filter(f) for f in request.filters]
-    if not ctx.authorized(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
-        return _answer(ctx, _failed(filters, ErrorCode.cluster_authorization_failed, None))
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return _answer(ctx, _failed(filters, ErrorCode.security_disabled, "No Authorizer is configured."))

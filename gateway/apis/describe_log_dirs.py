@@ -14,7 +14,6 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -71,8 +70,5 @@ def _results(broker, wanted: dict[str, set[int] | None]) -> list[dict]:
 
 async def handle(ctx, request):
     response = response_type(API_KEY, ctx.version)
-    if not ctx.authorized(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
-        return build(response, {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
-                                "results": []})
     results = _results(ctx.broker, _wanted(ctx.broker, request.topics))
     return build(response, {"throttle_time": 0, "error_code": ErrorCode.none, "results": results})

@@ -9,7 +9,6 @@ UNKNOWN_TOPIC_OR_PARTITION for a partition this broker does not have.
 
 from __future__ import annotations
 
-from logway.gateway.security.authorizer import Operation
 from logway.storage.errors import UnknownTopicOrPartition
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
@@ -19,10 +18,8 @@ MIN_VERSION = 0
 MAX_VERSION = 0
 
 
-def _partition(ctx, topic: str, index: int, denied: set[str]) -> dict:
+def _partition(ctx, topic: str, index: int) -> dict:
     out = {"partition_index": index, "error_code": ErrorCode.none, "error_message": None, "active_producers": []}
-    if topic in denied:
-        return {**out, "error_code": ErrorCode.topic_authorization_failed}
     try:
         plog = ctx.broker.partition(topic, index)
     except UnknownTopicOrPartition as exc:
@@ -36,7 +33,6 @@ def _partition(ctx, topic: str, index: int, denied: set[str]) -> dict:
 
 
 async def handle(ctx, request):
-    denied = ctx.denied_topics(Operation.READ, (t.name for t in request.topics))
-    topics = [{"name": t.name, "partitions": [_partition(ctx, t.name, p, denied) for p in t.partition_indexes]}
+    topics = [{"name": t.name, "partitions": [_partition(ctx, t.name, p) for p in t.partition_indexes]}
               for t in request.topics]
     return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "topics": topics})

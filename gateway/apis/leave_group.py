@@ -7,8 +7,6 @@ members by member id or group_instance_id (KIP-345), per-member errors; v4: flex
 from __future__ import annotations
 
 from logway.coordinator.results import MemberIdentity
-from logway.gateway.security.authorizer import Operation, ResourceType
-from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
 API_KEY = 13
@@ -17,9 +15,6 @@ MAX_VERSION = 5
 
 
 async def handle(ctx, request):
-    if not ctx.authorized(Operation.READ, ResourceType.GROUP, request.group_id):  # KafkaApis: GROUP READ
-        return build(response_type(API_KEY, ctx.version), {
-            "throttle_time": 0, "error_code": ErrorCode.group_authorization_failed, "members": []})
     groups = ctx.broker.groups
     if ctx.version >= 3:
         members = [MemberIdentity(m.member_id, m.group_instance_id) for m in request.members]

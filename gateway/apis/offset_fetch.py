@@ -8,8 +8,6 @@ classic groups). A partition with nothing committed gets offset -1 and empty met
 
 from __future__ import annotations
 
-from logway.gateway.security.authorizer import Operation, ResourceType
-from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
 API_KEY = 9
@@ -28,30 +26,13 @@ def _topics(result) -> list[dict]:
 
 
 async def _fetch(ctx, group_id: str, topics, require_stable: bool = False) -> tuple[list[dict], int]:
-    """One group's committed offsets as (topics, error code), with KafkaApis.handleOffsetFetchRequest's checks:
-    GROUP DESCRIBE (else GROUP_AUTHORIZATION_FAILED), TOPIC DESCRIBE per topic (asked-for topics answer
-    TOPIC_AUTHORIZATION_FAILED; when all topics are asked for, the others are left out)."""
-    if not ctx.authorized(Operation.DESCRIBE, ResourceType.GROUP, group_id):
-        return [], ErrorCode.group_authorization_failed
+    """One group's committed offsets as (topics, error code); the ACL checks (GROUP DESCRIBE, TOPIC DESCRIBE)
+    are the shared ones dispatch applies (gateway/security/request_acls.py)."""
     groups = ctx.broker.groups
-    denied: set[str] = set()
-    if topics is not None:
-        denied = ctx.denied_topics(Operation.DESCRIBE, (t.name for t in topics))
-        partitions = [(t.name, int(i)) for t in topics if t.name not in denied for i in t.partition_indexes]
-    else:
-        partitions = None
+    partitions = None if topics is None else [(t.name, int(i)) for t in topics for i in t.partition_indexes]
     result = await groups.call(groups.coordinator.offset_fetch, group_id=group_id, partitions=partitions,
                                require_stable=require_stable)
-    out = _topics(result)
-    if topics is None:
-        hidden = ctx.denied_topics(Operation.DESCRIBE, (t["name"] for t in out))
-        out = [t for t in out if t["name"] not in hidden]
-    elif denied:
-        out.extend({"name": t.name, "partitions": [
-            {"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
-             "error_code": ErrorCode.topic_authorization_failed} for i in t.partition_indexes]}
-            for t in topics if t.name in denied)
-    return out, result.error_code
+    return _topics(result), result.error_code
 
 
 async def handle(ctx, request):

