@@ -315,6 +315,20 @@ class LogSegment:
                 raise UndoFailed(undo.errno, f"could not undo a failed index write of {self.log_path}: {undo}") from e
             raise
 
+    def write_held_indexes(self) -> None:
+        """Write both indexes' entries held in memory (a live segment's files catch up for tools that read them);
+        on an OSError the files are cut back to what was written before, or UndoFailed if they cannot be."""
+        try:
+            self.offset_index.write_held()
+            self.time_index.write_held()
+        except OSError as e:
+            try:
+                self.offset_index.truncate_entries(len(self.offset_index))
+                self.time_index.truncate_entries(len(self.time_index))
+            except OSError as undo:
+                raise UndoFailed(undo.errno, f"could not undo a failed index write of {self.log_path}: {undo}") from e
+            raise
+
     # -- reading -------------------------------------------------------------------------------------
 
     # Stored bytes are checked before they are trusted: a batch whose length, magic or offsets cannot be

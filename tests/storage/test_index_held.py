@@ -136,3 +136,17 @@ def test_sigkill_with_held_entries_recovers_the_same_indexes(tmp_path, open_log)
         assert plog.append(batch(count), now_ms=NOW).base_offset == count
     finally:
         manager.close()
+
+
+def test_log_maintenance_writes_the_held_entries_of_live_logs(tmp_path):
+    manager = LogManager([tmp_path / "data"], LogConfig.from_properties(PROPS))
+    manager.open()
+    try:
+        plog = manager.create_topic("live", 1).partitions[0]
+        for i in range(20):
+            plog.append(batch(i), now_ms=NOW)
+        assert index_files(plog) == (0, 0)
+        manager.maintenance(NOW)  # every few seconds in the broker: files of a live log stay close behind
+        assert index_files(plog) == (19, 19)
+    finally:
+        manager.close()
