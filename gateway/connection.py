@@ -203,12 +203,16 @@ class Connection:
         self._resize(new_size)
 
     def _grow_for_pipelining(self) -> None:
-        """The buffer filled up with whole requests and more are likely queued: double it if the budget has
-        room now (never waiting: this memory only saves receives)."""
+        """The buffer filled up with whole requests and more are likely queued: grow it to _PIPELINE_BUFFER at
+        once if the budget has room now, else double it if that has room (never waiting: this memory only saves
+        receives). One step instead of doubling five times: each step copies the pending bytes into a new
+        mapping and unmaps the old one, which cost 100 fresh pipelining producers 7% of the broker's CPU. The
+        pages of the mapping are only used (RSS) once bytes are received into them."""
         size = len(self.buf)
-        new_size = min(2 * size, _PIPELINE_BUFFER)
-        if self.memory.try_acquire(new_size - size):
-            self._resize(new_size)
+        for new_size in (_PIPELINE_BUFFER, min(2 * size, _PIPELINE_BUFFER)):
+            if self.memory.try_acquire(new_size - size):
+                self._resize(new_size)
+                return
 
     def give_back_buffer(self) -> None:
         """Called by RequestMemory while this connection waits for bytes with nothing in its buffer: back to
