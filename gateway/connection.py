@@ -340,7 +340,7 @@ class Connection:
                 self._hold(response, started)
                 del response
                 if not self._may_hold_more():
-                    await self._send_held()
+                    await self.send_held()
         except ConnectionClosed:
             pass
         except MalformedRequest as exc:
@@ -366,7 +366,7 @@ class Connection:
     # send once no further Produce request is waiting (or _COALESCE bytes / _MAX_HELD responses are held): the
     # order is unchanged, each response leaves within the handling of the requests already received, and none
     # waits on anything that can block (only the broker's own dispatch, only before a Produce, which does not
-    # wait for the network). Kafka answers one request at a time per connection too; it just pays less per send.
+    # wait for the network, and sends them before it waits for an fsync or a worker thread). Kafka answers one request at a time per connection too; it just pays less per send.
 
     def _hold(self, response: list[Chunk] | None, started: float) -> None:
         """Queue a request's response (None: acks=0, nothing to send) and its metrics until the next send."""
@@ -393,9 +393,10 @@ class Connection:
             return False
         return self.buf[self.start + 4] == 0 and self.buf[self.start + 5] == _PRODUCE
 
-    async def _send_held(self) -> None:
+    async def send_held(self) -> None:
         """Send the held responses (one send when they are small bytes), then record their requests' metrics:
-        Kafka's RequestMetrics TotalTimeMs, from the request received to its response sent."""
+        Kafka's RequestMetrics TotalTimeMs, from the request received to its response sent. A handler calls it
+        before it waits on something slow (a Produce that must fsync), so earlier responses do not wait too."""
         held, answered = self.held, self.answered
         self.held, self.answered, self.held_bytes, self.held_file = [], [], 0, False
         if held:
@@ -412,6 +413,6 @@ class Connection:
             return
         try:
             with trio.move_on_after(_HELD_CLOSE_TIMEOUT_S):
-                await self._send_held()
+                await self.send_held()
         except OSError:
             pass

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
 
 from kafka.admin import KafkaAdminClient, NewTopic
 from kio.serial import entity_reader
 from raw_requests import read_frame, request_frame
 
+from logway.storage.partition_log import PartitionLog
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import response_type
 from logway.wire.records import build_batch
@@ -75,3 +77,32 @@ def test_responses_due_before_a_bad_frame_are_sent(logway, topic_name):
         answers = [produce_answer(read_frame(s)) for _ in range(5)]
         assert closed_by_server(s)
     assert answers == [(cid, ErrorCode.none, cid - 1) for cid in range(1, 6)]
+
+
+def test_held_responses_do_not_wait_for_a_later_requests_fsync(logway, topic_name, monkeypatch):
+    """flush.messages=1: each Produce fsyncs before its answer. The second request's fsync is held up here until
+    the first answer has arrived, which it must without that fsync (else the test times out on the read)."""
+    admin = KafkaAdminClient(bootstrap_servers=logway.bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic_name, 1, 1, topic_configs={"flush.messages": "1"})])
+    finally:
+        admin.close()
+    first_answered = threading.Event()
+    flushes = []
+    real_flush = PartitionLog.flush
+
+    def flush(plog):
+        if plog.topic == topic_name:
+            flushes.append(plog.log_end_offset)
+            if len(flushes) == 2:
+                first_answered.wait(10)
+        real_flush(plog)
+
+    monkeypatch.setattr(PartitionLog, "flush", flush)
+    with socket.create_connection(("127.0.0.1", logway.port), timeout=5) as s:
+        s.sendall(produce_frame(topic_name, 1, [b"one"]) + produce_frame(topic_name, 2, [b"two"]))
+        first = produce_answer(read_frame(s))
+        first_answered.set()
+        second = produce_answer(read_frame(s))
+    assert (first, second) == ((1, ErrorCode.none, 0), (2, ErrorCode.none, 1))
+    assert flushes == [1, 2]
