@@ -366,7 +366,8 @@ class Connection:
     # send once no further Produce request is waiting (or _COALESCE bytes / _MAX_HELD responses are held): the
     # order is unchanged, each response leaves within the handling of the requests already received, and none
     # waits on anything that can block (only the broker's own dispatch, only before a Produce, which does not
-    # wait for the network, and sends them before it waits for an fsync or a worker thread). Kafka answers one request at a time per connection too; it just pays less per send.
+    # wait for the network and sends them before it waits for an fsync or a worker thread). Kafka answers one
+    # request at a time per connection too; this only pays for fewer sends (and wake-ups of the client).
 
     def _hold(self, response: list[Chunk] | None, started: float) -> None:
         """Queue a request's response (None: acks=0, nothing to send) and its metrics until the next send."""

@@ -31,7 +31,7 @@ from logway.wire.records import ControlType, build_batch, build_end_txn_marker
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessGateway]:
-    # Log maintenance every 200 ms: it writes the index entries the live segments hold in memory (dump-log reads the files).
+    # Log maintenance every 200 ms: it writes the index entries live segments hold in memory (dump-log reads files).
     gw = InProcessGateway(tmp_path_factory.mktemp("cli-tools") / "data",
                           {"log.retention.check.interval.ms": "200"}).start()
     try:

@@ -63,7 +63,8 @@ def test_pipelined_produce_answers_every_request_in_order(logway, topic_name):
         answers = [produce_answer(read_frame(s)) for _ in range(20)]
         (metadata_cid,) = struct.unpack_from(">i", read_frame(s))
     expected_offsets = [3 * i for i in range(10)] + [3 * i + 1 for i in range(10, 20)]
-    assert answers == [(cid, ErrorCode.none, offset) for cid, offset in zip(range(1, 21), expected_offsets, strict=True)]
+    assert answers == [(cid, ErrorCode.none, offset)
+                       for cid, offset in zip(range(1, 21), expected_offsets, strict=True)]
     assert metadata_cid == 21
 
 

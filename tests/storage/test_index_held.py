@@ -70,7 +70,8 @@ def test_a_roll_and_a_clean_shutdown_write_every_entry(open_log):
     plog = open_log({**PROPS, "segment.bytes": "4000"})
     for i in range(150):
         plog.append(batch(i), now_ms=NOW)
-    expected = {base: len(seg.offset_index) for base, seg in zip(plog.segment_base_offsets, plog._segments, strict=True)}
+    expected = {base: len(seg.offset_index)
+                for base, seg in zip(plog.segment_base_offsets, plog._segments, strict=True)}
     assert len(expected) > 2
     rolled = dict(list(expected.items())[:-1])
     assert {base: index_files(plog, base)[0] for base in rolled} == rolled  # written when the segment rolled
