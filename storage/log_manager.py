@@ -417,7 +417,7 @@ class LogManager:
     # -- periodic work -----------------------------------------------------------------------------------
 
     def maintenance(self, now_ms: int | None = None) -> None:
-        """Retention, delayed file deletion and producer expiry (cheap; call every few seconds).
+        """Retention, delayed file deletion, producer expiry and held index entries (cheap; call every few seconds).
 
         The periodic checkpoint files are the caller's: take a ``checkpoint_snapshot()`` here and write it
         with ``write_checkpoints`` off the event loop, every CHECKPOINT_INTERVAL_MS.
@@ -428,6 +428,7 @@ class LogManager:
             plog.delete_old_segments(now)
             plog.delete_pending_segments(now)
             plog.expire_producers(now)
+            plog.write_held_index_entries()
         # A deleted topic's log that a compaction thread still reads waits for finish_compaction.
         due = [plog for deadline, plog in self._pending_deletes if deadline <= now and not plog.compacting]
         self._pending_deletes = [(d, p) for d, p in self._pending_deletes if d > now or p.compacting]

@@ -46,6 +46,7 @@ class OffsetIndex(IndexFile):
         )
         if ok:
             self._offsets, self._positions = offsets, positions
+            self._loaded()
         else:
             self.reset()
         return ok
@@ -65,9 +66,17 @@ class OffsetIndex(IndexFile):
         rel = offset - self.base_offset
         if self._offsets and (rel <= self._offsets[-1] or position <= self._positions[-1]):
             raise ValueError(f"index entry ({offset}, {position}) does not follow the last one")
-        self._write(_ENTRY.pack(rel, position))
         self._offsets.append(rel)
         self._positions.append(position)
+        self._added()
+
+    def _pack(self, start: int, stop: int) -> bytes:
+        entries = array("i", [0]) * (2 * (stop - start))
+        entries[0::2] = self._offsets[start:stop]
+        entries[1::2] = self._positions[start:stop]
+        if sys.byteorder == "little":
+            entries.byteswap()
+        return entries.tobytes()
 
     def lookup(self, offset: int) -> int:
         """Position of the greatest entry with offset <= ``offset`` (0, the segment start, when none)."""
@@ -93,6 +102,7 @@ class OffsetIndex(IndexFile):
         self._truncate(0)
 
     def _truncate(self, keep: int) -> None:
-        del self._offsets[keep:]
-        del self._positions[keep:]
-        self._truncate_entries(keep)
+        with self._write_lock:
+            del self._offsets[keep:]
+            del self._positions[keep:]
+            self._truncate_file(keep)

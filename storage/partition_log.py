@@ -978,6 +978,20 @@ class PartitionLog:
         """The producer state entries (DescribeProducers): id, epoch, last sequence and timestamp, open transaction."""
         return list(self._producers.producers.values())
 
+    def write_held_index_entries(self) -> None:
+        """Put the active segment's index entries held in memory into its files (called every few seconds by the
+        log maintenance, so the files of a live log are at most that far behind: Kafka's mmapped indexes never are)."""
+        if self._closed or self._offline:
+            return
+        segment = self._segments[-1]
+        try:
+            segment.write_held_indexes()
+        except UndoFailed as e:
+            self._take_offline(e)
+        except OSError as e:
+            log.error("writing the indexes of %s-%d in %s failed (they stay in memory): %s",
+                      self.topic, self.partition, self.dir, e)
+
     def expire_producers(self, now_ms: int) -> None:
         """Drop idempotent producers idle longer than producer.id.expiration.ms."""
         self._producers.expire(now_ms)

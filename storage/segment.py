@@ -217,6 +217,9 @@ class LogSegment:
         self.size = valid
         self.end_offset = previous_last + 1
         self._load_rolling_timestamp()
+        # The rebuilt entries go to the files now, as Kafka's recovery rewrites them: a later clean start loads them.
+        self.offset_index.write_held()
+        self.time_index.write_held()
         return file_size - valid
 
     def _load_rolling_timestamp(self) -> None:
@@ -295,17 +298,36 @@ class LogSegment:
             self.offset_of_max_timestamp = last_offset
 
     def on_become_inactive(self) -> None:
-        """Record the final max timestamp in the time index (Kafka's onBecomeInactiveSegment); all or nothing."""
-        if self.max_timestamp >= 0:
-            entries = len(self.time_index)
-            try:
+        """Record the final max timestamp in the time index (Kafka's onBecomeInactiveSegment) and write both
+        indexes' entries held in memory (storage.index_file), so the files are whole; all or nothing."""
+        entries = len(self.time_index)
+        try:
+            if self.max_timestamp >= 0:
                 self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
-            except OSError as e:
-                try:
-                    self.time_index.truncate_entries(entries)
-                except OSError as undo:
-                    raise UndoFailed(undo.errno, f"could not undo a failed write to {self.time_index.path}: {undo}") from e
-                raise
+            self.offset_index.write_held()
+            self.time_index.write_held()
+        except OSError as e:
+            try:
+                self.time_index.truncate_entries(entries)
+                # The held offset index entries stay held; its file is cut back to the entries written before.
+                self.offset_index.truncate_entries(len(self.offset_index))
+            except OSError as undo:
+                raise UndoFailed(undo.errno, f"could not undo a failed index write of {self.log_path}: {undo}") from e
+            raise
+
+    def write_held_indexes(self) -> None:
+        """Write both indexes' entries held in memory (a live segment's files catch up for tools that read them);
+        on an OSError the files are cut back to what was written before, or UndoFailed if they cannot be."""
+        try:
+            self.offset_index.write_held()
+            self.time_index.write_held()
+        except OSError as e:
+            try:
+                self.offset_index.truncate_entries(len(self.offset_index))
+                self.time_index.truncate_entries(len(self.time_index))
+            except OSError as undo:
+                raise UndoFailed(undo.errno, f"could not undo a failed index write of {self.log_path}: {undo}") from e
+            raise
 
     # -- reading -------------------------------------------------------------------------------------
 

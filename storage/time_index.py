@@ -43,6 +43,7 @@ class TimeIndex(IndexFile):
             )
         if ok:
             self._timestamps, self._offsets = timestamps, offsets
+            self._loaded()
         else:
             self.reset()
         return ok
@@ -58,9 +59,13 @@ class TimeIndex(IndexFile):
         rel = offset - self.base_offset
         if self._timestamps and (timestamp <= self._timestamps[-1] or rel < self._offsets[-1]):
             return
-        self._write(_ENTRY.pack(timestamp, rel))
         self._timestamps.append(timestamp)
         self._offsets.append(rel)
+        self._added()
+
+    def _pack(self, start: int, stop: int) -> bytes:
+        pack = _ENTRY.pack
+        return b"".join(map(pack, self._timestamps[start:stop], self._offsets[start:stop]))
 
     def offset_before(self, timestamp: int) -> int:
         """Offset of the last entry whose timestamp is < ``timestamp`` (the base offset when none).
@@ -85,6 +90,7 @@ class TimeIndex(IndexFile):
         self._truncate(0)
 
     def _truncate(self, keep: int) -> None:
-        del self._timestamps[keep:]
-        del self._offsets[keep:]
-        self._truncate_entries(keep)
+        with self._write_lock:
+            del self._timestamps[keep:]
+            del self._offsets[keep:]
+            self._truncate_file(keep)

@@ -40,6 +40,8 @@ class RequestHeader:
 
 def read_uvarint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """Unsigned varint at ``pos``: (value, new position). At most 5 bytes, as Kafka's readUnsignedVarint."""
+    if pos < len(buf) and buf[pos] < 0x80:  # one byte: almost every length, count and tag on the hot path
+        return buf[pos], pos + 1
     result = 0
     shift = 0
     while True:
@@ -65,6 +67,8 @@ def write_uvarint(value: int) -> bytes:
 
 
 def skip_tagged_fields(buf: bytes | bytearray | memoryview, pos: int) -> int:
+    if pos < len(buf) and buf[pos] == 0:  # no tagged fields: the usual case, one byte
+        return pos + 1
     count, pos = read_uvarint(buf, pos)
     for _ in range(count):
         _tag, pos = read_uvarint(buf, pos)

@@ -11,9 +11,11 @@ A request with a version beyond ours gets a v0 response with UNSUPPORTED_VERSION
 from __future__ import annotations
 
 import re
+import struct
+from functools import cache
 
 from logway.wire.errors import ErrorCode
-from logway.wire.protocol import build, encode_response, response_type
+from logway.wire.protocol import build, encode_body, encode_response, response_header_bytes, response_type
 
 API_KEY = 18
 MIN_VERSION = 0
@@ -41,7 +43,13 @@ async def handle(ctx, request):
             ctx.connection.client_software = (name, version)
         else:
             error = ErrorCode.invalid_request
-    return build(
-        response_type(API_KEY, ctx.version),
-        {"error_code": error, "api_keys": _api_keys(), "throttle_time": 0},
-    )
+    payload = response_header_bytes(API_KEY, ctx.version, ctx.header.correlation_id) + _body(ctx.version, error)
+    return [struct.pack(">i", len(payload)) + payload]
+
+
+@cache
+def _body(version: int, error: int) -> bytes:
+    """The encoded response body, the same for every request of a version (the APIs served are fixed): built
+    once, as every new client connection asks first."""
+    return encode_body(build(response_type(API_KEY, version), {"error_code": error, "api_keys": _api_keys(),
+                                                                "throttle_time": 0}))

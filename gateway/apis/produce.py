@@ -119,6 +119,8 @@ async def handle(ctx, _request):
                 if result.flush_needed:
                     # flush.messages reached: Kafka flushes before acknowledging; fsync runs off the event loop.
                     # A failed fsync takes the log offline and answers KAFKA_STORAGE_ERROR (KafkaStorageError).
+                    # Responses held for pipelined requests (gateway.connection) go out first: they need no fsync.
+                    await ctx.connection.send_held()
                     await trio.to_thread.run_sync(plog.flush)
             except UnknownTopicOrPartition as exc:
                 partitions_out.append(ProducePartitionResult(part.index, exc.error_code))
@@ -126,7 +128,10 @@ async def handle(ctx, _request):
                 continue
             except RecordErrors as exc:
                 # v8+: name the offending records, off the event loop (it reads every record of the batch).
-                named = await trio.to_thread.run_sync(exc.name_records) if ctx.version >= 8 else ()
+                named = ()
+                if ctx.version >= 8:
+                    await ctx.connection.send_held()
+                    named = await trio.to_thread.run_sync(exc.name_records)
                 partitions_out.append(ProducePartitionResult(part.index, exc.error_code,
                                                              error_message=exc.message_with(named), record_errors=named))
                 failures.append((name, part.index, exc))

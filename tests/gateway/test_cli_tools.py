@@ -22,6 +22,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import CommitFailedError, RebalanceInProgressError
+from polling import wait_for
 
 from logway.gateway.cli import main
 from logway.gateway.in_process import InProcessGateway
@@ -30,7 +31,9 @@ from logway.wire.records import ControlType, build_batch, build_end_txn_marker
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessGateway]:
-    gw = InProcessGateway(tmp_path_factory.mktemp("cli-tools") / "data").start()
+    # Log maintenance every 200 ms: it writes the index entries live segments hold in memory (dump-log reads files).
+    gw = InProcessGateway(tmp_path_factory.mktemp("cli-tools") / "data",
+                          {"log.retention.check.interval.ms": "200"}).start()
     try:
         yield gw
     finally:
@@ -284,7 +287,10 @@ def dumped_topic(gateway: InProcessGateway) -> Path:
             if i % 2:
                 producer.flush()
         producer.flush()
-    return gateway.data_dir / "cli-dump-0"
+    partition = gateway.data_dir / "cli-dump-0"
+    index, timeindex = partition / "00000000000000000000.index", partition / "00000000000000000000.timeindex"
+    wait_for(lambda: index.stat().st_size and timeindex.stat().st_size)  # the next log maintenance writes them
+    return partition
 
 
 def test_dump_log_prints_every_batch_and_record_of_the_gateways_segment(dumped_topic: Path) -> None:
