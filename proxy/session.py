@@ -28,7 +28,9 @@ from logway.gateway.connection import Connection, ConnectionClosed
 from logway.gateway.security.authorizer import client_host
 from logway.gateway.security.sasl import sasl_gate
 from logway.gateway.tls_connection import TlsConnection
+from logway.proxy.addresses import NodeOutOfRange
 from logway.proxy.api_versions import API_VERSIONS, API_VERSIONS_RANGE, Ranges, api_versions_response
+from logway.proxy.fetch_walk import WALKED_FROM, FetchWalk, TailDoesNotFit, address_growth, rewrite_tail
 from logway.proxy.filters.base import Answer, ClientInfo, Filter
 from logway.proxy.frames import (
     PRODUCE_KEY,
@@ -53,6 +55,7 @@ from logway.proxy.rewrite import (
     rewrite_addresses,
     upstream_endpoints,
 )
+from logway.proxy.splice import Pipe, SourceClosed, SourceStalled
 from logway.proxy.upstream import Upstream, UpstreamError
 from logway.wire.errors import ErrorCode, MalformedRequest
 from logway.wire.protocol import RequestHeader, api_name
@@ -64,7 +67,10 @@ log = logging.getLogger(__name__)
 
 FETCH_KEY = 1
 FilterFactory = Callable[[ClientInfo], Filter]
-_SMALL = 64 * 1024
+_SMALL = 64 * 1024  # responses up to this size are read whole and sent in one send; larger ones are streamed
+_READ_AHEAD = 4096  # a streamed response's fields are received this far ahead (its records are spliced)
+_IOV_MAX = 512  # buffers per sendmsg (Linux allows 1024)
+_MAX_TAIL = 1024 * 1024  # the most a Fetch response's top-level tagged fields may take
 
 
 @dataclass(slots=True)
@@ -93,6 +99,13 @@ class ProxySession:
 
     async def run(self) -> None:
         self._queue_in, self._queue_out = trio.open_memory_channel(self.broker.proxy.max_in_flight)
+        self._fit_nodes, self._fit = None, False
+        self._pipe = None
+        if not isinstance(self.sock, ssl.SSLSocket):
+            try:
+                self._pipe = Pipe()
+            except OSError as exc:  # out of file descriptors: large responses are buffered instead
+                log.info("connection from %s: no pipe for splice (%s)", self.peer, exc)
         self.client = ClientInfo(principal=self.principal, host=client_host(self.peer), listener=self.listener.name)
         self.filters = [factory(self.client) for factory in self.broker.filter_chain(self.listener.name)]
         self._filter_keys = frozenset().union(*(f.api_keys for f in self.filters)) if self.filters else frozenset()
@@ -103,6 +116,8 @@ class ProxySession:
                 await Connection.run(self)
                 nursery.cancel_scope.cancel()
         finally:
+            if self._pipe is not None:
+                self._pipe.close()
             if self.upstream is not None:
                 await self.upstream.aclose()
 
@@ -242,8 +257,16 @@ class ProxySession:
     async def _relay_within(self, pending: Pending, reserve) -> None:
         upstream = self.upstream
         frame = None
+        streamed = False
         with trio.move_on_after(self.broker.proxy.request_timeout):
-            frame = await upstream.read_frame(self.broker.config.socket_request_max_bytes, reserve)
+            size = await upstream.next_frame_size(self.broker.config.socket_request_max_bytes)
+            if self._streamable(pending, size):
+                streamed = True
+            else:
+                frame = await upstream.read_frame(self.broker.config.socket_request_max_bytes, reserve)
+        if streamed:
+            await self._stream(pending, size)
+            return
         if frame is None:
             raise UpstreamError(f"{upstream}: no response to {api_name(pending.api_key)} within "
                                 "proxy.upstream.request.timeout.ms")
@@ -271,10 +294,103 @@ class ProxySession:
             await self.send_all(SIZE.pack(len(frame)))
             await self.send_all(frame)
             return
-        views = [memoryview(SIZE.pack(len(frame))), memoryview(frame)]
+        await self._send_parts([SIZE.pack(len(frame)), frame])
+
+    # --- streaming: a large response sent on while it arrives ------------------------------------------
+
+    def _streamable(self, pending: Pending, size: int) -> bool:
+        """A large response nothing needs to decode, from a plain upstream socket to a plain client socket:
+        streamed (its records spliced). A Fetch v16+ is walked to its node_endpoints, which must fit the bytes
+        the upstream gave them (the size goes out first): when the proxy's address for some broker is longer
+        than the upstream's (or one byte shorter), such responses are buffered and decoded instead."""
+        if size <= _SMALL or pending.decode_response or self.metrics is not None or self._pipe is None:
+            return False
+        if self.upstream.socket is None or isinstance(self.sock, ssl.SSLSocket):
+            return False
+        key = pending.api_key
+        if key == FETCH_KEY:
+            return pending.api_version < WALKED_FROM or self._endpoints_fit()
+        return key not in REWRITTEN_APIS
+
+    def _endpoints_fit(self) -> bool:
+        nodes = self.broker.cluster.nodes
+        if nodes is not self._fit_nodes:
+            addressing = self.broker.addressing[self.listener.name]
+            self._fit_nodes, self._fit = nodes, all(_fits(host, node, addressing) for node, (host, _) in nodes.items())
+        return self._fit
+
+    async def _stream(self, pending: Pending, size: int) -> None:
+        """Send the response on as it arrives: its size and correlation id, then its fields as read and its
+        record data spliced socket to socket; a Fetch v16+'s node_endpoints (its last bytes) rewritten."""
+        upstream = self.upstream
+        await self._upstream_fill(8)
+        head = upstream.take(8)
+        got = response_correlation_id(head[4:])
+        if got != pending.upstream_correlation_id:
+            raise UpstreamError(f"{upstream}: response with correlation id {got}, expected "
+                                f"{pending.upstream_correlation_id}")
+        out = [head[:4] + SIZE.pack(pending.client_correlation_id)]
+        left = size - 4  # bytes of this frame still to come
+        if pending.api_key != FETCH_KEY or pending.api_version < WALKED_FROM:
+            await self._pass_through(left, out)
+            await self._send_parts(out)
+            return
+        walk = FetchWalk()
+        while not walk.at_tail:
+            with upstream.head(left) as view:
+                fields, records = walk.step(view)
+            if fields:
+                out.append(upstream.take(fields))
+                left -= fields
+            if records:
+                if records > left:
+                    raise UpstreamError(f"{upstream}: Fetch records of {records} bytes past the response's end")
+                await self._pass_through(records, out)
+                left -= records
+            elif not fields and not walk.at_tail:
+                if upstream.buffered >= left:
+                    raise UpstreamError(f"{upstream}: Fetch response ends inside its fields")
+                await self._upstream_fill(upstream.buffered + 1)
+        if left > _MAX_TAIL:
+            raise UpstreamError(f"{upstream}: Fetch response with {left} bytes of tagged fields")
+        await self._upstream_fill(left)
+        try:
+            tail = rewrite_tail(upstream.take(left), self.broker.addressing[self.listener.name])
+        except (MalformedRequest, TailDoesNotFit) as exc:
+            raise UpstreamError(f"{upstream}: streamed Fetch response: {exc}") from None
+        out.append(tail)
+        await self._send_parts(out)
+
+    async def _upstream_fill(self, n: int) -> None:
+        """Buffer ``n`` bytes of the upstream's stream, at most the stall timeout without a byte."""
+        with trio.move_on_after(self.broker.proxy.request_timeout) as scope:
+            await self.upstream.fill(n, _READ_AHEAD)
+        if scope.cancelled_caught:
+            raise UpstreamError(f"{self.upstream}: response stalled for proxy.upstream.request.timeout.ms")
+
+    async def _pass_through(self, n: int, out: list[bytes]) -> None:
+        """Forward the next ``n`` bytes unread: the buffered ones queued in ``out``, the rest spliced (after
+        ``out`` is sent, in order)."""
+        upstream = self.upstream
+        have = min(upstream.buffered, n)
+        if have:
+            out.append(upstream.take(have))
+            n -= have
+        if not n:
+            return
+        await self._send_parts(out)
+        out.clear()
+        try:
+            self.io_bytes += await self._pipe.move(upstream.socket, self.sock, n, self.broker.proxy.request_timeout)
+        except (SourceClosed, SourceStalled) as exc:
+            raise UpstreamError(f"{upstream}: {exc}") from None
+
+    async def _send_parts(self, parts: list) -> None:
+        """Send ``parts`` in order with sendmsg (gather I/O: no copy to join them); plain sockets only."""
+        views = [memoryview(p) for p in parts if len(p)]
         while views:
             try:
-                sent = self.sock.sendmsg(views)
+                sent = self.sock.sendmsg(views[:_IOV_MAX])
             except BlockingIOError:
                 await trio.lowlevel.wait_writable(self.sock)
                 continue
@@ -324,6 +440,17 @@ class ProxySession:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+def _fits(upstream_host: str, node_id: int, addressing) -> bool:
+    """Whether node ``node_id``'s endpoint rewritten fits a padding field in its upstream bytes: the same
+    size, or smaller by two bytes or more (a node without a port is left out: always fits)."""
+    try:
+        host, _ = addressing.advertised(node_id)
+    except NodeOutOfRange:
+        return True
+    growth = address_growth(upstream_host, host)
+    return growth == 0 or growth <= -2
 
 
 def _framed(frame: bytes) -> bytes:
