@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -69,6 +70,8 @@ FETCH_KEY = 1
 FilterFactory = Callable[[ClientInfo], Filter]
 _SMALL = 64 * 1024  # responses up to this size are read whole and sent in one send; larger ones are streamed
 _READ_AHEAD = 4096  # a streamed response's fields are received this far ahead (its records are spliced)
+_STREAM_REQUEST_FROM = _SMALL  # Produce requests at least this large are streamed upstream as they arrive
+_REQUEST_HEAD = 1024  # ... once this much of them is buffered (the header, transactional id and acks)
 _IOV_MAX = 512  # buffers per sendmsg (Linux allows 1024)
 _MAX_TAIL = 1024 * 1024  # the most a Fetch response's top-level tagged fields may take
 
@@ -100,12 +103,16 @@ class ProxySession:
     async def run(self) -> None:
         self._queue_in, self._queue_out = trio.open_memory_channel(self.broker.proxy.max_in_flight)
         self._fit_nodes, self._fit = None, False
-        self._pipe = None
+        self._pipe = self._request_pipe = None
         if not isinstance(self.sock, ssl.SSLSocket):
             try:
-                self._pipe = Pipe()
-            except OSError as exc:  # out of file descriptors: large responses are buffered instead
+                self._pipe = Pipe()  # responses (the writer task)
+                self._request_pipe = Pipe()  # requests (the read loop)
+            except OSError as exc:  # out of file descriptors: large frames are buffered instead
                 log.info("connection from %s: no pipe for splice (%s)", self.peer, exc)
+                if self._pipe is not None:
+                    self._pipe.close()
+                self._pipe = None
         self.client = ClientInfo(principal=self.principal, host=client_host(self.peer), listener=self.listener.name)
         self.filters = [factory(self.client) for factory in self.broker.filter_chain(self.listener.name)]
         self._filter_keys = frozenset().union(*(f.api_keys for f in self.filters)) if self.filters else frozenset()
@@ -116,12 +123,87 @@ class ProxySession:
                 await Connection.run(self)
                 nursery.cancel_scope.cancel()
         finally:
-            if self._pipe is not None:
-                self._pipe.close()
+            for pipe in (self._pipe, self._request_pipe):
+                if pipe is not None:
+                    pipe.close()
             if self.upstream is not None:
                 await self.upstream.aclose()
 
     # --- requests (the connection's read loop) -------------------------------------------------------
+
+    async def read_frame(self) -> memoryview:
+        """The next request frame to forward; a large Produce (the bulk of the bytes clients send) is
+        streamed upstream here instead, as it arrives: its head from the receive buffer, the rest spliced
+        socket to socket (_stream_request). Anything unusual is left to the gateway's read_frame."""
+        while self._request_pipe is not None:
+            if self.start == self.end:
+                self.start = self.end = 0
+                try:
+                    await self._receive(SIZE.size)
+                except ConnectionClosed:
+                    break  # read_frame reports it
+            if self.end - self.start < SIZE.size:
+                break
+            (size,) = SIZE.unpack_from(self.buf, self.start)
+            total = SIZE.size + size
+            if not 0 <= size <= self.max_frame:
+                break  # refused there
+            if self.end - self.start >= total:  # already whole
+                frame = self.view[self.start + SIZE.size : self.start + total]
+                self.start += total
+                return frame
+            if size < _STREAM_REQUEST_FROM:
+                break
+            try:
+                while self.end - self.start < _REQUEST_HEAD:
+                    await self._receive(_REQUEST_HEAD)
+            except ConnectionClosed:
+                break
+            if self.end - self.start < total and not await self._stream_request(size):
+                break
+        return await Connection.read_frame(self)
+
+    async def _stream_request(self, size: int) -> bool:
+        """Forward the frame of ``size`` whose head is buffered if it is a Produce no filter looks at: the
+        buffered bytes sent, the rest spliced from the client's socket to the upstream's. False (nothing
+        done) for any other frame, or a head too short to read the acks from."""
+        head = self.view[self.start + SIZE.size : self.end]
+        if head[0] != 0 or head[1] != PRODUCE_KEY or PRODUCE_KEY in self._filter_keys or self.sasl is not None \
+                or self.metrics is not None:
+            return False
+        try:
+            header, pos = read_request_header(head)
+            expects_response = produce_expects_response(head, header, pos)
+        except (MalformedRequest, IndexError, struct.error):
+            return False  # read whole, as any frame: a malformed one is refused there
+        upstream = await self._upstream()
+        if upstream.socket is None:
+            return False
+        self.client.principal, self.client.client_id = self.principal, header.client_id
+        self._check_advertised(header)
+        pending = Pending(header.correlation_id, header.api_key, header.api_version, upstream.next_correlation_id())
+        set_request_correlation_id(head, pending.upstream_correlation_id)
+        buffered = self.view[self.start : self.end]
+        rest = SIZE.size + size - len(buffered)
+        try:
+            await upstream.send_raw(buffered)
+        except UpstreamError as exc:
+            log.info("closing connection from %s: %s", self.peer, exc)
+            raise ConnectionClosed() from None
+        finally:
+            del head, buffered
+        self.start = self.end = 0  # the buffer held only this frame's head: its bytes are sent
+        try:
+            self.io_bytes += await self._request_pipe.move(self.sock, upstream.socket, rest,
+                                                           self.broker.config.connections_max_idle_ms / 1000)
+        except (SourceClosed, SourceStalled) as exc:
+            raise MalformedRequest(f"truncated frame: {exc}") from None
+        except OSError as exc:
+            log.info("closing connection from %s: %s: send failed: %s", self.peer, upstream, exc)
+            raise ConnectionClosed() from None
+        if expects_response:
+            await self._queue_in.send(pending)
+        return True
 
     async def forward(self, frame: memoryview) -> None:
         """Forward one request upstream (or answer it) and queue what its response will need."""

@@ -136,6 +136,13 @@ class Upstream:
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise UpstreamError(f"{self}: send failed: {exc}") from None
 
+    async def send_raw(self, data: bytes | memoryview) -> None:
+        """Send bytes as they are (the head of a frame whose rest is spliced to ``socket``)."""
+        try:
+            await self.stream.send_all(data)
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise UpstreamError(f"{self}: send failed: {exc}") from None
+
     async def read_frame(self, max_size: int, reserve=None) -> bytearray:
         """The next whole response frame without its size prefix; ``reserve(size)`` is awaited before a
         large frame's buffer is allocated (the caller's memory budget)."""

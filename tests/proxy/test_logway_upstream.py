@@ -439,3 +439,44 @@ def test_tls_client_gets_large_fetch_responses_through_the_buffered_path(process
             got.append(message.value())
     consumer.close()
     assert got == values
+
+
+def test_large_produce_requests_streamed_upstream_in_pieces_keep_their_order(proxy, logway_upstream, topic_name):
+    """Produce requests beyond 64 KiB are streamed upstream as they arrive (the rest of the frame spliced
+    socket to socket): one trickling in over several sends, an acks=0 one (never answered) and a Metadata
+    request pipelined behind them are answered in order, and every record reaches the broker."""
+    from logway.wire.records import build_batch, decode_batches
+
+    admin = AdminClient({"bootstrap.servers": proxy.bootstrap})
+    for future in admin.create_topics([NewTopic(topic_name, 1, 1)]).values():
+        future.result(15)
+    values = [[bytes([n, i % 256]) * 1000 for i in range(150)] for n in range(2)]  # ~300 KB per request
+
+    def produce(acks: int, batch: bytes, correlation_id: int) -> bytes:
+        return _frame(0, 9, {"transactional_id": None, "acks": acks, "timeout": 10_000, "topic_data": [
+            {"name": topic_name, "partition_data": [{"index": 0, "records": batch}]}]}, correlation_id)
+
+    first = produce(1, build_batch([(None, v, ()) for v in values[0]]), 1)
+    second = produce(0, build_batch([(None, v, ()) for v in values[1]]), 2)
+    metadata = _frame(3, 12, {"topics": [{"name": topic_name, "topic_id": None}], "allow_auto_topic_creation": False,
+                              "include_topic_authorized_operations": False,
+                              "include_cluster_authorized_operations": False}, 3)
+    with socket.create_connection(("127.0.0.1", proxy.node_port(1)), timeout=10) as sock:
+        for piece in range(0, len(first), 100_000):  # the proxy streams a frame it has only the head of
+            sock.sendall(first[piece:piece + 100_000])
+            time.sleep(0.05)
+        sock.sendall(second + metadata)
+        answers = [_read(sock), _read(sock)]
+    assert [struct.unpack_from(">i", a)[0] for a in answers] == [1, 3]
+    produced = decode_response(0, 9, answers[0]).responses[0].partition_responses[0]
+    assert (produced.error_code, produced.base_offset) == (0, 0)
+    topic_id = decode_response(3, 12, answers[1]).topics[0].topic_id
+    fetch = _fetch_request(16, topic_id)
+    fetch["topics"][0]["partitions"] = fetch["topics"][0]["partitions"][:1]
+    deadline, got = time.monotonic() + 10, []
+    while len(got) < 300 and time.monotonic() < deadline:  # the acks=0 batch is appended a little later
+        with socket.create_connection(("127.0.0.1", logway_upstream.port), timeout=10) as sock:
+            sock.sendall(_frame(1, 16, fetch, 9))
+            records = decode_response(1, 16, _read(sock)).responses[0].partitions[0].records
+        got = [r.value for b in decode_batches(records) for r in b.records]
+    assert got == values[0] + values[1]
