@@ -71,6 +71,7 @@ FilterFactory = Callable[[ClientInfo], Filter]
 _SMALL = 64 * 1024  # responses up to this size are read whole and sent in one send; larger ones are streamed
 _READ_AHEAD = 4096  # a streamed response's fields are received this far ahead (its records are spliced)
 _STREAM_REQUEST_FROM = _SMALL  # Produce requests at least this large are streamed upstream as they arrive
+_HEAD_READ = 16 * 1024  # the first receive of a request (a small one whole, a large one's head)
 _REQUEST_HEAD = 1024  # ... once this much of them is buffered (the header, transactional id and acks)
 _IOV_MAX = 512  # buffers per sendmsg (Linux allows 1024)
 _MAX_TAIL = 1024 * 1024  # the most a Fetch response's top-level tagged fields may take
@@ -137,9 +138,8 @@ class ProxySession:
         socket to socket (_stream_request). Anything unusual is left to the gateway's read_frame."""
         while self._request_pipe is not None:
             if self.start == self.end:
-                self.start = self.end = 0
                 try:
-                    await self._receive(SIZE.size)
+                    await self._receive_head()
                 except ConnectionClosed:
                     break  # read_frame reports it
             if self.end - self.start < SIZE.size:
@@ -162,6 +162,26 @@ class ProxySession:
             if self.end - self.start < total and not await self._stream_request(size):
                 break
         return await Connection.read_frame(self)
+
+    async def _receive_head(self) -> None:
+        """Into the empty receive buffer, at most _HEAD_READ bytes: a large frame's rest stays in the socket,
+        to be spliced (the gateway's receive fills the buffer, which may have grown to hundreds of KB)."""
+        self.start = self.end = 0
+        waited = False
+        while True:
+            try:
+                n = self.sock.recv_into(self.view[:_HEAD_READ])
+                break
+            except BlockingIOError:
+                await self._wait_readable()  # (may size the buffer down: self.view is read again)
+                waited = True
+        if not waited:
+            await trio.lowlevel.checkpoint()  # as the gateway's receive: let the others run
+        if n == 0:
+            raise ConnectionClosed()
+        self.end = n
+        self.io_bytes += n
+        self.peak = max(self.peak, n)
 
     async def _stream_request(self, size: int) -> bool:
         """Forward the frame of ``size`` whose head is buffered if it is a Produce no filter looks at: the
