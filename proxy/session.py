@@ -205,22 +205,24 @@ class ProxySession:
         set_request_correlation_id(head, pending.upstream_correlation_id)
         buffered = self.view[self.start : self.end]
         rest = SIZE.size + size - len(buffered)
-        try:
-            await upstream.send_raw(buffered)
-        except UpstreamError as exc:
-            log.info("closing connection from %s: %s", self.peer, exc)
-            raise ConnectionClosed() from None
-        finally:
-            del head, buffered
-        self.start = self.end = 0  # the buffer held only this frame's head: its bytes are sent
+        if len(buffered) > self._request_pipe.capacity // 2:  # a large head (a grown buffer): sent apart
+            try:
+                await upstream.send_raw(buffered)
+            except UpstreamError as exc:
+                log.info("closing connection from %s: %s", self.peer, exc)
+                raise ConnectionClosed() from None
+            buffered = b""
         try:
             self.io_bytes += await self._request_pipe.move(self.sock, upstream.socket, rest,
-                                                           self.broker.config.connections_max_idle_ms / 1000)
+                                                           self.broker.config.connections_max_idle_ms / 1000, buffered)
         except (SourceClosed, SourceStalled) as exc:
             raise MalformedRequest(f"truncated frame: {exc}") from None
         except OSError as exc:
             log.info("closing connection from %s: %s: send failed: %s", self.peer, upstream, exc)
             raise ConnectionClosed() from None
+        finally:
+            del head, buffered
+            self.start = self.end = 0  # the buffer held only this frame's head: its bytes are sent
         if expects_response:
             await self._queue_in.send(pending)
         return True

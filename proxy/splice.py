@@ -38,12 +38,19 @@ class Pipe:
         self.capacity = fcntl.fcntl(self.w, fcntl.F_GETPIPE_SZ)
 
     async def move(self, src: socket.socket | trio.socket.SocketType, dst: socket.socket, n: int,
-                   src_timeout: float) -> int:
-        """Move exactly ``n`` bytes from ``src`` to ``dst``; returns the bytes sent. Waits for whichever side
-        blocks progress; raises SourceClosed/SourceStalled (no byte for ``src_timeout`` s) from the source,
-        OSError from the destination."""
+                   src_timeout: float, head: bytes | memoryview = b"") -> int:
+        """Send ``head`` (copied into the pipe: one send with what follows, not a packet of its own; at most
+        half the pipe), then move exactly ``n`` bytes from ``src`` to ``dst``; returns the bytes sent. Waits
+        for whichever side blocks progress; raises SourceClosed/SourceStalled (no byte for ``src_timeout`` s)
+        from the source, OSError from the destination."""
         fd_in, fd_out = src.fileno(), dst.fileno()
         to_read, in_pipe, sent = n, 0, 0
+        view = memoryview(head)
+        while view:  # the pipe is empty and has room: one write in practice
+            written = os.write(self.w, view)
+            view = view[written:]
+            in_pipe += written
+        n += in_pipe
         while sent < n:
             moved = False
             if to_read and in_pipe < self.capacity:
