@@ -69,7 +69,8 @@ log = logging.getLogger(__name__)
 FETCH_KEY = 1
 FilterFactory = Callable[[ClientInfo], Filter]
 _SMALL = 64 * 1024  # responses up to this size are read whole and sent in one send; larger ones are streamed
-_READ_AHEAD = 4096  # a streamed response's fields are received this far ahead (its records are spliced)
+_READ_AHEAD = 32 * 1024  # a streamed response's fields are received this far ahead (its records are spliced;
+# a response of many small partitions is still read in few receives)
 _STREAM_REQUEST_FROM = _SMALL  # Produce requests at least this large are streamed upstream as they arrive
 _HEAD_READ = 16 * 1024  # the first receive of a request (a small one whole, a large one's head)
 _REQUEST_HEAD = 1024  # ... once this much of them is buffered (the header, transactional id and acks)
