@@ -37,7 +37,8 @@ from bench.report import git_revision, machine
 log = logging.getLogger("bench.proxy")
 LATEST = Path(__file__).resolve().parent / "LATEST.md"
 METRICS = (("produce_mb_s", "produce MB/s"), ("consume_mb_s", "consume MB/s"),
-           ("e2e_p50_ms", "e2e p50 ms"), ("e2e_p99_ms", "e2e p99 ms"), ("target_cpu_s", "CPU s (produce+consume)"))
+           ("e2e_p50_ms", "e2e p50 ms"), ("e2e_p99_ms", "e2e p99 ms"), ("target_cpu_s", "CPU s (produce+consume)"),
+           ("produce_cpu_s_per_gb", "produce CPU s/GB"), ("consume_cpu_s_per_gb", "consume CPU s/GB"))
 
 
 # The node id each upstream kind reports (Logway's node.id default; Tansu's fixed id).
@@ -114,6 +115,8 @@ def one_round(target: Target, args: argparse.Namespace, n: int) -> dict[str, flo
             "consume_mb_s": consume.total("bytes") / consume.span_s / 1e6,
             "e2e_p50_ms": latency["p50_ms"], "e2e_p99_ms": latency["p99_ms"],
             "target_cpu_s": produce.broker_cpu_s + consume.broker_cpu_s,
+            "produce_cpu_s_per_gb": produce.broker_cpu_s / (produce.total("bytes") / 1e9),
+            "consume_cpu_s_per_gb": consume.broker_cpu_s / (consume.total("bytes") / 1e9),
             "errors": produce.total("errors") + consume.total("errors")}
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,9 @@ from logway.gateway.connection import Connection, ConnectionClosed
 from logway.gateway.security.authorizer import client_host
 from logway.gateway.security.sasl import sasl_gate
 from logway.gateway.tls_connection import TlsConnection
+from logway.proxy.addresses import NodeOutOfRange
 from logway.proxy.api_versions import API_VERSIONS, API_VERSIONS_RANGE, Ranges, api_versions_response
+from logway.proxy.fetch_walk import WALKED_FROM, FetchWalk, TailDoesNotFit, address_growth, rewrite_tail
 from logway.proxy.filters.base import Answer, ClientInfo, Filter
 from logway.proxy.frames import (
     PRODUCE_KEY,
@@ -53,6 +56,7 @@ from logway.proxy.rewrite import (
     rewrite_addresses,
     upstream_endpoints,
 )
+from logway.proxy.splice import Pipe, SourceClosed, SourceStalled
 from logway.proxy.upstream import Upstream, UpstreamError
 from logway.wire.errors import ErrorCode, MalformedRequest
 from logway.wire.protocol import RequestHeader, api_name
@@ -64,7 +68,14 @@ log = logging.getLogger(__name__)
 
 FETCH_KEY = 1
 FilterFactory = Callable[[ClientInfo], Filter]
-_SMALL = 64 * 1024
+_SMALL = 64 * 1024  # responses up to this size are read whole and sent in one send; larger ones are streamed
+_READ_AHEAD = 32 * 1024  # a streamed response's fields are received this far ahead (its records are spliced;
+# a response of many small partitions is still read in few receives)
+_STREAM_REQUEST_FROM = _SMALL  # Produce requests at least this large are streamed upstream as they arrive
+_HEAD_READ = 16 * 1024  # the first receive of a request (a small one whole, a large one's head)
+_REQUEST_HEAD = 1024  # ... once this much of them is buffered (the header, transactional id and acks)
+_IOV_MAX = 512  # buffers per sendmsg (Linux allows 1024)
+_MAX_TAIL = 1024 * 1024  # the most a Fetch response's top-level tagged fields may take
 
 
 @dataclass(slots=True)
@@ -93,6 +104,17 @@ class ProxySession:
 
     async def run(self) -> None:
         self._queue_in, self._queue_out = trio.open_memory_channel(self.broker.proxy.max_in_flight)
+        self._fit_nodes, self._fit = None, False
+        self._pipe = self._request_pipe = None
+        if not isinstance(self.sock, ssl.SSLSocket):
+            try:
+                self._pipe = Pipe()  # responses (the writer task)
+                self._request_pipe = Pipe()  # requests (the read loop)
+            except OSError as exc:  # out of file descriptors: large frames are buffered instead
+                log.info("connection from %s: no pipe for splice (%s)", self.peer, exc)
+                if self._pipe is not None:
+                    self._pipe.close()
+                self._pipe = None
         self.client = ClientInfo(principal=self.principal, host=client_host(self.peer), listener=self.listener.name)
         self.filters = [factory(self.client) for factory in self.broker.filter_chain(self.listener.name)]
         self._filter_keys = frozenset().union(*(f.api_keys for f in self.filters)) if self.filters else frozenset()
@@ -103,10 +125,108 @@ class ProxySession:
                 await Connection.run(self)
                 nursery.cancel_scope.cancel()
         finally:
+            for pipe in (self._pipe, self._request_pipe):
+                if pipe is not None:
+                    pipe.close()
             if self.upstream is not None:
                 await self.upstream.aclose()
 
     # --- requests (the connection's read loop) -------------------------------------------------------
+
+    async def read_frame(self) -> memoryview:
+        """The next request frame to forward; a large Produce (the bulk of the bytes clients send) is
+        streamed upstream here instead, as it arrives: its head from the receive buffer, the rest spliced
+        socket to socket (_stream_request). Anything unusual is left to the gateway's read_frame."""
+        while self._request_pipe is not None:
+            if self.start == self.end:
+                try:
+                    await self._receive_head()
+                except ConnectionClosed:
+                    break  # read_frame reports it
+            if self.end - self.start < SIZE.size:
+                break
+            (size,) = SIZE.unpack_from(self.buf, self.start)
+            total = SIZE.size + size
+            if not 0 <= size <= self.max_frame:
+                break  # refused there
+            if self.end - self.start >= total:  # already whole
+                frame = self.view[self.start + SIZE.size : self.start + total]
+                self.start += total
+                return frame
+            if size < _STREAM_REQUEST_FROM:
+                break
+            try:
+                while self.end - self.start < _REQUEST_HEAD:
+                    await self._receive(_REQUEST_HEAD)
+            except ConnectionClosed:
+                break
+            if self.end - self.start < total and not await self._stream_request(size):
+                break
+        return await Connection.read_frame(self)
+
+    async def _receive_head(self) -> None:
+        """Into the empty receive buffer, at most _HEAD_READ bytes: a large frame's rest stays in the socket,
+        to be spliced (the gateway's receive fills the buffer, which may have grown to hundreds of KB)."""
+        self.start = self.end = 0
+        waited = False
+        while True:
+            try:
+                n = self.sock.recv_into(self.view[:_HEAD_READ])
+                break
+            except BlockingIOError:
+                await self._wait_readable()  # (may size the buffer down: self.view is read again)
+                waited = True
+        if not waited:
+            await trio.lowlevel.checkpoint()  # as the gateway's receive: let the others run
+        if n == 0:
+            raise ConnectionClosed()
+        self.end = n
+        self.io_bytes += n
+        self.peak = max(self.peak, n)
+
+    async def _stream_request(self, size: int) -> bool:
+        """Forward the frame of ``size`` whose head is buffered if it is a Produce no filter looks at: the
+        buffered bytes sent, the rest spliced from the client's socket to the upstream's. False (nothing
+        done) for any other frame, or a head too short to read the acks from."""
+        head = self.view[self.start + SIZE.size : self.end]
+        if head[0] != 0 or head[1] != PRODUCE_KEY or PRODUCE_KEY in self._filter_keys or self.sasl is not None \
+                or self.metrics is not None:
+            return False
+        try:
+            header, pos = read_request_header(head)
+            expects_response = produce_expects_response(head, header, pos)
+        except (MalformedRequest, IndexError, struct.error):
+            return False  # read whole, as any frame: a malformed one is refused there
+        upstream = await self._upstream()
+        if upstream.socket is None:
+            return False
+        self.client.principal, self.client.client_id = self.principal, header.client_id
+        self._check_advertised(header)
+        pending = Pending(header.correlation_id, header.api_key, header.api_version, upstream.next_correlation_id())
+        set_request_correlation_id(head, pending.upstream_correlation_id)
+        buffered = self.view[self.start : self.end]
+        rest = SIZE.size + size - len(buffered)
+        if len(buffered) > self._request_pipe.capacity // 2:  # a large head (a grown buffer): sent apart
+            try:
+                await upstream.send_raw(buffered)
+            except UpstreamError as exc:
+                log.info("closing connection from %s: %s", self.peer, exc)
+                raise ConnectionClosed() from None
+            buffered = b""
+        try:
+            self.io_bytes += await self._request_pipe.move(self.sock, upstream.socket, rest,
+                                                           self.broker.config.connections_max_idle_ms / 1000, buffered)
+        except (SourceClosed, SourceStalled) as exc:
+            raise MalformedRequest(f"truncated frame: {exc}") from None
+        except OSError as exc:
+            log.info("closing connection from %s: %s: send failed: %s", self.peer, upstream, exc)
+            raise ConnectionClosed() from None
+        finally:
+            del head, buffered
+            self.start = self.end = 0  # the buffer held only this frame's head: its bytes are sent
+        if expects_response:
+            await self._queue_in.send(pending)
+        return True
 
     async def forward(self, frame: memoryview) -> None:
         """Forward one request upstream (or answer it) and queue what its response will need."""
@@ -242,8 +362,16 @@ class ProxySession:
     async def _relay_within(self, pending: Pending, reserve) -> None:
         upstream = self.upstream
         frame = None
+        streamed = False
         with trio.move_on_after(self.broker.proxy.request_timeout):
-            frame = await upstream.read_frame(self.broker.config.socket_request_max_bytes, reserve)
+            size = await upstream.next_frame_size(self.broker.config.socket_request_max_bytes)
+            if self._streamable(pending, size):
+                streamed = True
+            else:
+                frame = await upstream.read_frame(self.broker.config.socket_request_max_bytes, reserve)
+        if streamed:
+            await self._stream(pending, size)
+            return
         if frame is None:
             raise UpstreamError(f"{upstream}: no response to {api_name(pending.api_key)} within "
                                 "proxy.upstream.request.timeout.ms")
@@ -271,10 +399,103 @@ class ProxySession:
             await self.send_all(SIZE.pack(len(frame)))
             await self.send_all(frame)
             return
-        views = [memoryview(SIZE.pack(len(frame))), memoryview(frame)]
+        await self._send_parts([SIZE.pack(len(frame)), frame])
+
+    # --- streaming: a large response sent on while it arrives ------------------------------------------
+
+    def _streamable(self, pending: Pending, size: int) -> bool:
+        """A large response nothing needs to decode, from a plain upstream socket to a plain client socket:
+        streamed (its records spliced). A Fetch v16+ is walked to its node_endpoints, which must fit the bytes
+        the upstream gave them (the size goes out first): when the proxy's address for some broker is longer
+        than the upstream's (or one byte shorter), such responses are buffered and decoded instead."""
+        if size <= _SMALL or pending.decode_response or self.metrics is not None or self._pipe is None:
+            return False
+        if self.upstream.socket is None or isinstance(self.sock, ssl.SSLSocket):
+            return False
+        key = pending.api_key
+        if key == FETCH_KEY:
+            return pending.api_version < WALKED_FROM or self._endpoints_fit()
+        return key not in REWRITTEN_APIS
+
+    def _endpoints_fit(self) -> bool:
+        nodes = self.broker.cluster.nodes
+        if nodes is not self._fit_nodes:
+            addressing = self.broker.addressing[self.listener.name]
+            self._fit_nodes, self._fit = nodes, all(_fits(host, node, addressing) for node, (host, _) in nodes.items())
+        return self._fit
+
+    async def _stream(self, pending: Pending, size: int) -> None:
+        """Send the response on as it arrives: its size and correlation id, then its fields as read and its
+        record data spliced socket to socket; a Fetch v16+'s node_endpoints (its last bytes) rewritten."""
+        upstream = self.upstream
+        await self._upstream_fill(8)
+        head = upstream.take(8)
+        got = response_correlation_id(head[4:])
+        if got != pending.upstream_correlation_id:
+            raise UpstreamError(f"{upstream}: response with correlation id {got}, expected "
+                                f"{pending.upstream_correlation_id}")
+        out = [head[:4] + SIZE.pack(pending.client_correlation_id)]
+        left = size - 4  # bytes of this frame still to come
+        if pending.api_key != FETCH_KEY or pending.api_version < WALKED_FROM:
+            await self._pass_through(left, out)
+            await self._send_parts(out)
+            return
+        walk = FetchWalk()
+        while not walk.at_tail:
+            with upstream.head(left) as view:
+                fields, records = walk.step(view)
+            if fields:
+                out.append(upstream.take(fields))
+                left -= fields
+            if records:
+                if records > left:
+                    raise UpstreamError(f"{upstream}: Fetch records of {records} bytes past the response's end")
+                await self._pass_through(records, out)
+                left -= records
+            elif not fields and not walk.at_tail:
+                if upstream.buffered >= left:
+                    raise UpstreamError(f"{upstream}: Fetch response ends inside its fields")
+                await self._upstream_fill(upstream.buffered + 1)
+        if left > _MAX_TAIL:
+            raise UpstreamError(f"{upstream}: Fetch response with {left} bytes of tagged fields")
+        await self._upstream_fill(left)
+        try:
+            tail = rewrite_tail(upstream.take(left), self.broker.addressing[self.listener.name])
+        except (MalformedRequest, TailDoesNotFit) as exc:
+            raise UpstreamError(f"{upstream}: streamed Fetch response: {exc}") from None
+        out.append(tail)
+        await self._send_parts(out)
+
+    async def _upstream_fill(self, n: int) -> None:
+        """Buffer ``n`` bytes of the upstream's stream, at most the stall timeout without a byte."""
+        with trio.move_on_after(self.broker.proxy.request_timeout) as scope:
+            await self.upstream.fill(n, _READ_AHEAD)
+        if scope.cancelled_caught:
+            raise UpstreamError(f"{self.upstream}: response stalled for proxy.upstream.request.timeout.ms")
+
+    async def _pass_through(self, n: int, out: list[bytes]) -> None:
+        """Forward the next ``n`` bytes unread: the buffered ones queued in ``out``, the rest spliced (after
+        ``out`` is sent, in order)."""
+        upstream = self.upstream
+        have = min(upstream.buffered, n)
+        if have:
+            out.append(upstream.take(have))
+            n -= have
+        if not n:
+            return
+        await self._send_parts(out)
+        out.clear()
+        try:
+            self.io_bytes += await self._pipe.move(upstream.socket, self.sock, n, self.broker.proxy.request_timeout)
+        except (SourceClosed, SourceStalled) as exc:
+            raise UpstreamError(f"{upstream}: {exc}") from None
+
+    async def _send_parts(self, parts: list) -> None:
+        """Send ``parts`` in order with sendmsg (gather I/O: no copy to join them); plain sockets only."""
+        views = [memoryview(p) for p in parts if len(p)]
         while views:
             try:
-                sent = self.sock.sendmsg(views)
+                sent = self.sock.sendmsg(views[:_IOV_MAX])
             except BlockingIOError:
                 await trio.lowlevel.wait_writable(self.sock)
                 continue
@@ -324,6 +545,17 @@ class ProxySession:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+def _fits(upstream_host: str, node_id: int, addressing) -> bool:
+    """Whether node ``node_id``'s endpoint rewritten fits a padding field in its upstream bytes: the same
+    size, or smaller by two bytes or more (a node without a port is left out: always fits)."""
+    try:
+        host, _ = addressing.advertised(node_id)
+    except NodeOutOfRange:
+        return True
+    growth = address_growth(upstream_host, host)
+    return growth == 0 or growth <= -2
 
 
 def _framed(frame: bytes) -> bytes:

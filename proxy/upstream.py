@@ -158,6 +158,13 @@ class Upstream:
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise UpstreamError(f"{self}: send failed: {exc}") from None
 
+    async def send_raw(self, data: bytes | memoryview) -> None:
+        """Send bytes as they are (the head of a frame whose rest is spliced to ``socket``)."""
+        try:
+            await self.stream.send_all(data)
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise UpstreamError(f"{self}: send failed: {exc}") from None
+
     async def read_frame(self, max_size: int, reserve=None) -> bytearray:
         """The next whole response frame without its size prefix; ``reserve(size)`` is awaited before a
         large frame's buffer is allocated (the caller's memory budget)."""
@@ -182,6 +189,41 @@ class Upstream:
             have += await self._receive_into(view[have:])
         return frame
 
+    # --- streaming a frame (proxy/session.py sends a large one on while it arrives) -----------------------
+
+    @property
+    def socket(self) -> trio.socket.SocketType | None:
+        """The plain TCP socket (None over TLS: its bytes cannot be spliced)."""
+        return self.stream.socket if isinstance(self.stream, trio.SocketStream) else None
+
+    async def next_frame_size(self, max_size: int) -> int:
+        """The size of the next response frame (its prefix stays buffered: read_frame or take reads it)."""
+        await self._fill(4)
+        (size,) = _SIZE.unpack_from(self._buf, 0)
+        if size < 4 or size > max_size:
+            raise UpstreamError(f"{self}: response frame of {size} bytes (limit {max_size})")
+        return size
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet taken."""
+        return len(self._buf)
+
+    def head(self, n: int) -> memoryview:
+        """A view of the first ``n`` buffered bytes (at most): release it before the next take or fill."""
+        return memoryview(self._buf)[:n]
+
+    def take(self, n: int) -> bytes:
+        """The first ``n`` buffered bytes, removed from the buffer."""
+        out = bytes(self._buf[:n])
+        del self._buf[:n]
+        return out
+
+    async def fill(self, n: int, read_ahead: int) -> None:
+        """Receive until ``n`` bytes are buffered, each receive asking for at most ``read_ahead`` more than
+        needed (a streamed frame's records are better left in the socket, for splice)."""
+        await self._fill(n, read_ahead)
+
     async def _receive_into(self, view: memoryview) -> int:
         try:
             if isinstance(self.stream, trio.SocketStream):
@@ -196,10 +238,10 @@ class Upstream:
             raise UpstreamError(f"{self} closed the connection")
         return n
 
-    async def _fill(self, n: int) -> None:
+    async def _fill(self, n: int, read_ahead: int = _SMALL) -> None:
         while len(self._buf) < n:
             try:
-                data = await self.stream.receive_some(max(n - len(self._buf), _SMALL))
+                data = await self.stream.receive_some(max(n - len(self._buf), read_ahead))
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                 raise UpstreamError(f"{self}: receive failed: {exc}") from None
             if not data:

@@ -367,3 +367,116 @@ def _sasl_roundtrip_then_wrong_password(client: dict, topic: str, count: int) ->
     while not any(e.code() == KafkaError._AUTHENTICATION for e in errors) and time.monotonic() < deadline:
         wrong.poll(0.25)
     return errors
+
+
+def _fetch_request(version: int, topic_id, max_bytes: int = 8 << 20) -> dict:
+    return {"replica_id": -1, "max_wait": 100, "min_bytes": 1, "max_bytes": max_bytes, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
+            "topics": [{"topic_id": topic_id, "topic": None, "partitions": [
+                {"partition": p, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
+                 "log_start_offset": -1, "partition_max_bytes": 4 << 20} for p in range(2)]}]}
+
+
+def test_large_fetch_responses_streamed_by_the_proxy_are_the_bytes_the_broker_sent(proxy, logway_upstream,
+                                                                                  topic_name):
+    """Fetch responses beyond 64 KiB are streamed (record data spliced socket to socket): at the version
+    librdkafka uses (v16, walked to its tagged fields) and an older one (v11, forwarded unwalked), the client
+    gets byte for byte what the broker sends a direct client."""
+    import hashlib
+
+    admin = AdminClient({"bootstrap.servers": proxy.bootstrap})
+    for future in admin.create_topics([NewTopic(topic_name, 2, 1)]).values():
+        future.result(15)
+    producer = Producer({"bootstrap.servers": proxy.bootstrap, "linger.ms": 20})
+    for i in range(400):
+        producer.produce(topic_name, hashlib.sha256(str(i).encode()).digest() * 100, partition=i % 2)
+    assert producer.flush(30) == 0
+    metadata = {"topics": [{"name": topic_name, "topic_id": None}], "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False, "include_cluster_authorized_operations": False}
+    with socket.create_connection(("127.0.0.1", logway_upstream.port), timeout=10) as sock:
+        sock.sendall(_frame(3, 12, metadata, 1))
+        topic_id = decode_response(3, 12, _read(sock)).topics[0].topic_id
+    for version in (16, 11):
+        fields = _fetch_request(version, topic_id if version >= 13 else None)
+        if version < 13:
+            fields["topics"][0]["topic"] = topic_name
+        answers = []
+        for port in (logway_upstream.port, proxy.node_port(1)):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(_frame(1, version, fields, 5) + _frame(1, version, fields, 6))  # pipelined
+                answers.append([_read(sock), _read(sock)])
+        direct, proxied = answers
+        assert len(direct[0]) > 200_000
+        assert proxied == direct
+        assert [struct.unpack_from(">i", a)[0] for a in proxied] == [5, 6]
+
+
+def test_tls_client_gets_large_fetch_responses_through_the_buffered_path(processes, tmp_path, topic_name):
+    """A TLS client socket cannot be spliced: large responses are read whole and encrypted as before."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gateway"))
+    from tls_certs import make_certs
+
+    certs = make_certs(tmp_path)
+    upstream = processes["gateway"]("data", "--override", "node.id=1").start()
+    proxy = processes["proxy"](upstream.bootstrap, "--override", "listener.security.protocol.map=PLAINTEXT:SSL",
+                               "--override", "ssl.keystore.type=PEM",
+                               "--override", f"ssl.keystore.location={certs['server']}").start()
+    proxy.wait_node_port(1)
+    client = {"bootstrap.servers": proxy.bootstrap, "security.protocol": "SSL", "ssl.ca.location": certs["ca"],
+              "ssl.endpoint.identification.algorithm": "none"}
+    values = [bytes([i]) * 30_000 for i in range(40)]
+    producer = Producer({**client, "linger.ms": 20})
+    for value in values:
+        producer.produce(topic_name, value)
+    assert producer.flush(15) == 0
+    consumer = Consumer({**client, "group.id": f"{topic_name}-g", "fetch.max.bytes": 4 << 20})
+    consumer.assign([TopicPartition(topic_name, 0, 0)])
+    got = []
+    deadline = time.monotonic() + 20
+    while len(got) < len(values) and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            got.append(message.value())
+    consumer.close()
+    assert got == values
+
+
+def test_large_produce_requests_streamed_upstream_in_pieces_keep_their_order(proxy, logway_upstream, topic_name):
+    """Produce requests beyond 64 KiB are streamed upstream as they arrive (the rest of the frame spliced
+    socket to socket): one trickling in over several sends, an acks=0 one (never answered) and a Metadata
+    request pipelined behind them are answered in order, and every record reaches the broker."""
+    from logway.wire.records import build_batch, decode_batches
+
+    admin = AdminClient({"bootstrap.servers": proxy.bootstrap})
+    for future in admin.create_topics([NewTopic(topic_name, 1, 1)]).values():
+        future.result(15)
+    values = [[bytes([n, i % 256]) * 1000 for i in range(150)] for n in range(2)]  # ~300 KB per request
+
+    def produce(acks: int, batch: bytes, correlation_id: int) -> bytes:
+        return _frame(0, 9, {"transactional_id": None, "acks": acks, "timeout": 10_000, "topic_data": [
+            {"name": topic_name, "partition_data": [{"index": 0, "records": batch}]}]}, correlation_id)
+
+    first = produce(1, build_batch([(None, v, ()) for v in values[0]]), 1)
+    second = produce(0, build_batch([(None, v, ()) for v in values[1]]), 2)
+    metadata = _frame(3, 12, {"topics": [{"name": topic_name, "topic_id": None}], "allow_auto_topic_creation": False,
+                              "include_topic_authorized_operations": False,
+                              "include_cluster_authorized_operations": False}, 3)
+    with socket.create_connection(("127.0.0.1", proxy.node_port(1)), timeout=10) as sock:
+        for piece in range(0, len(first), 100_000):  # the proxy streams a frame it has only the head of
+            sock.sendall(first[piece:piece + 100_000])
+            time.sleep(0.05)
+        sock.sendall(second + metadata)
+        answers = [_read(sock), _read(sock)]
+    assert [struct.unpack_from(">i", a)[0] for a in answers] == [1, 3]
+    produced = decode_response(0, 9, answers[0]).responses[0].partition_responses[0]
+    assert (produced.error_code, produced.base_offset) == (0, 0)
+    topic_id = decode_response(3, 12, answers[1]).topics[0].topic_id
+    fetch = _fetch_request(16, topic_id)
+    fetch["topics"][0]["partitions"] = fetch["topics"][0]["partitions"][:1]
+    deadline, got = time.monotonic() + 10, []
+    while len(got) < 300 and time.monotonic() < deadline:  # the acks=0 batch is appended a little later
+        with socket.create_connection(("127.0.0.1", logway_upstream.port), timeout=10) as sock:
+            sock.sendall(_frame(1, 16, fetch, 9))
+            records = decode_response(1, 16, _read(sock)).responses[0].partitions[0].records
+        got = [r.value for b in decode_batches(records) for r in b.records]
+    assert got == values[0] + values[1]
