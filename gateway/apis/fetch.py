@@ -95,7 +95,7 @@ def _collect(ctx, request, names: list[str | None], reads: list[tuple[PartitionL
                 budget = max(0, min(p.partition_max_bytes, remaining))
                 # READ_COMMITTED reads stop at the last stable offset (Kafka's FetchIsolation.TXN_COMMITTED).
                 lso = plog.last_stable_offset if read_committed else None
-                if cold is not None:
+                if cold is not None and (budget or min_one):
                     extent = plog.read_extent(p.fetch_offset, budget)
                     if extent is not None and not cached(*extent):
                         cold.append(extent)
