@@ -5,8 +5,8 @@ block the whole loop while the kernel reads pages that are not cached (a consume
 segment). `cached` tells, without blocking, whether a range is all in the page cache; `page_in` reads it in
 and is meant for a worker thread (DESIGN.md principle 5: cold reads run off the event loop).
 
-`cached` uses cachestat(2) (Linux 6.5+: one syscall, no copy) and one-byte preadv(RWF_NOWAIT) reads of the
-range's ends (readahead in flight); on older Linux a preadv(RWF_NOWAIT) of the whole range into a scratch
+`cached` uses cachestat(2) (Linux 6.5+: one syscall, no copy) and a one-byte preadv(RWF_NOWAIT) read of the
+range's end (readahead in flight); on older Linux a preadv(RWF_NOWAIT) of the whole range into a scratch
 buffer (Linux 4.14+: short or EAGAIN when a page would have to be read); where neither exists it answers
 True, and reads stay on the loop as before.
 """
@@ -74,9 +74,9 @@ def _cached_by_cachestat(fd: int, position: int, size: int) -> bool:
     if pages < (position + size - first + PAGE - 1) // PAGE:
         return False
     # cachestat counts the pages readahead has added but not read yet (read_ahead_kb runs megabytes ahead of
-    # a sequential reader): a one-byte RWF_NOWAIT read fails on such a page. Readahead fills a range in order,
-    # so its first and last pages stand for the rest.
-    return _up_to_date(fd, position) and _up_to_date(fd, position + size - 1)
+    # a sequential reader): a one-byte RWF_NOWAIT read fails on such a page. Readahead fills a range in order
+    # and a fetch starts where the one before ended, so the range's last page stands for the rest.
+    return _up_to_date(fd, position + size - 1)
 
 
 _ONE_BYTE = [bytearray(1)]
