@@ -56,7 +56,8 @@ def evict(partition_dir: Path) -> list[Path]:
         try:
             os.fsync(fd)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            evicted = not residency.cached(fd, 0, max(1, os.fstat(fd).st_size))
+            # Only cachestat can tell without reading: a RWF_NOWAIT probe would start readahead of the file.
+            evicted = residency._CACHESTAT is None or not residency.cached(fd, 0, max(1, os.fstat(fd).st_size))
         finally:
             os.close(fd)
         if path.suffix == ".log" and not evicted:
