@@ -110,7 +110,7 @@ def one_run(broker: Broker, case: str, count: int, args: argparse.Namespace, n: 
         evict(files)
     elif case == "warm":
         warm(files)
-    resident = resident_fraction(files)
+    resident = resident_fraction(files) if case != "none" else None
     tail = f"cold-tail-{case}-{n}"
     create_topic(broker.bootstrap, tail, 1)
     specs = [{"mode": "rdkafka.e2e_consume", "topic": tail, "partitions": 1, "count": args.rate * args.seconds,
@@ -121,10 +121,11 @@ def one_run(broker: Broker, case: str, count: int, args: argparse.Namespace, n: 
     run = run_load(broker, specs)
     latency = run.results[0]
     out = {"p50_ms": latency["p50_ms"], "p99_ms": latency["p99_ms"], "max_ms": latency["max_ms"],
-           "resident_pct": resident * 100, "broker_cpu_s": run.broker_cpu_s,
+           "broker_cpu_s": run.broker_cpu_s,
            "errors": run.total("errors") + (args.rate * args.seconds - latency["received"])}
     log.info("%s: tailer's worst latency by second %s", case, latency.get("worst_ms_by_second"))
-    if case != "none":
+    if resident is not None:
+        out["resident_pct"] = resident * 100
         reader = run.results[2]
         out["reader_mb_s"] = reader["bytes"] / (reader["end"] - reader["start"]) / 1e6
     return out
@@ -151,7 +152,9 @@ def markdown(results: dict[str, dict[str, list[dict]]], args: argparse.Namespace
              f"log.segment.bytes={args.segment_mb} MiB, one partition) read from offset 0 by one librdkafka "
              f"consumer. `cold` evicts the partition's files with posix_fadvise(DONTNEED) first; `cached %` is the "
              f"share of the backlog's bytes in the page cache just before the read (preadv RWF_NOWAIT probe). "
-             f"Medians (min-max) over runs.", "",
+             f"Medians (min-max) over runs."
+             + (f" `baseline` is Logway from `{args.baseline}` (the tree before a change), run beside this tree's "
+                f"`logway` in the same alternated runs." if args.baseline else ""), "",
              "| broker | case | tailer p50 ms | tailer p99 ms | tailer max ms | reader MB/s | cached % | broker CPU s |",
              "|---|---|---|---|---|---|---|---|"]
     for name, cases in results.items():
@@ -162,8 +165,20 @@ def markdown(results: dict[str, dict[str, list[dict]]], args: argparse.Namespace
             lines.append(f"| {name} | {case} | {spread([r['p50_ms'] for r in rows])} | "
                          f"{spread([r['p99_ms'] for r in rows])} | {spread([r['max_ms'] for r in rows], 1)} | "
                          f"{spread([r['reader_mb_s'] for r in rows if 'reader_mb_s' in r], 0)} | "
-                         f"{spread([r['resident_pct'] for r in rows], 0)} | "
+                         f"{spread([r['resident_pct'] for r in rows if 'resident_pct' in r], 0)} | "
                          f"{spread([r['broker_cpu_s'] for r in rows])} |")
+    lines += ["", "The issue's goal is that the tailer's p99 does not move when the reader is cold: the differences, "
+              "paired within each run (median (min-max) over runs, ms):", "",
+              "| broker | p99 cold - warm | p99 cold - none | max cold - warm |", "|---|---|---|---|"]
+    for name, cases in results.items():
+        if not (cases.get("cold") and cases.get("warm")):
+            continue
+
+        def paired(key: str, other: str, name: str = name) -> list[float]:
+            return [c[key] - o[key] for c, o in zip(results[name]["cold"], results[name].get(other, []), strict=False)]
+
+        lines.append(f"| {name} | {spread(paired('p99_ms', 'warm'))} | {spread(paired('p99_ms', 'none'))} | "
+                     f"{spread(paired('max_ms', 'warm'), 1)} |")
     errors = sum(r["errors"] for cases in results.values() for rows in cases.values() for r in rows)
     lines += ["", f"Client-reported errors and tailer messages missing over all runs: {errors:.0f}.", ""]
     return "\n".join(lines)
