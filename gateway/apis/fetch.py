@@ -9,8 +9,9 @@ log never diverges and the tagged field is never sent); v13: topic ids replace n
 UNKNOWN_TOPIC_ID); v15: replica_state; v17: replica_directory_id (follower fields, ignored).
 
 Long poll: the answer waits up to max_wait_ms until min_bytes have accumulated, woken by appends to the
-partitions asked for. Record data goes out with os.sendfile from the segment files (wire.fetch); data not in the page cache is
-paged in by a worker thread first (gateway/cold_reads.py), so a cold read does not stall the loop.
+partitions asked for. Record data goes out with os.sendfile from the segment files (wire.fetch); data not in
+the page cache is paged in by a worker thread first (gateway/cold_reads.py), so a cold read does not stall the
+event loop.
 KIP-74: max_bytes and partition_max_bytes are soft for the first batch of the first non-empty partition.
 
 Errors are per partition, as Kafka's ReplicaManager.readFromLog answers them: a corrupt stored batch gets
