@@ -22,7 +22,6 @@ import threading
 
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _CHUNK = 1 << 20  # page_in and the RWF_NOWAIT probe read this much per call
-READ_AHEAD = 4 << 20  # page_in also reads this much after the range (the next fetches of a sequential reader)
 
 # cachestat(2): `struct cachestat_range {u64 off, len}` in, `struct cachestat {u64 nr_cache, nr_dirty,
 # nr_writeback, nr_evicted, nr_recently_evicted}` out. 451 on every architecture (the unified syscall table).
@@ -139,20 +138,13 @@ cached.__doc__ = "Whether every page of ``size`` bytes at ``position`` of ``fd``
 
 
 def page_in(fd: int, position: int, size: int) -> None:
-    """Read the range and the READ_AHEAD bytes after it into the page cache (blocking: call it from a worker
-    thread). Errors are left to the read that follows, which answers them as it always has
-    (KAFKA_STORAGE_ERROR, a short file, ...)."""
+    """Read the range into the page cache (blocking: call it from a worker thread). Errors are left to the
+    read that follows, which answers them as it always has (KAFKA_STORAGE_ERROR, a short file, ...)."""
     buf = _scratch_buffer()
-    end = position + size + READ_AHEAD
+    end = position + size
     try:
-        # The kernel's own readahead would go on from pages the event loop's sendfile reaches later, submitting
-        # the disk reads (and allocating their pages) on the loop: FADV_RANDOM turns it off for this open file,
-        # and the readahead is done here instead: the range and what a sequential reader fetches next, asked
-        # for at once (WILLNEED) and waited for, so the loop never meets a page still being read (`cached`
-        # cannot tell those apart in the middle of a range). Measured by bench.cold_read: without this the
-        # loop thread read 1,079 of the 1,084 MB a cold reader took from disk.
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-        os.posix_fadvise(fd, position, end - position, os.POSIX_FADV_WILLNEED)
+        # One readahead request for the whole range, then reads that wait for it.
+        os.posix_fadvise(fd, position, size, os.POSIX_FADV_WILLNEED)
         while position < end:
             got = os.preadv(fd, [buf[:min(_CHUNK, end - position)]], position)
             if got <= 0:
