@@ -75,6 +75,8 @@ from logway.wire.compression import codec_for_compression_type
 from logway.wire.records import ControlType, build_end_txn_marker, control_type, decode_batch
 
 NO_TIMESTAMP = -1
+# read_extent's margin past max_bytes: the batch header `LogSegment.read` peeks at beyond the slice, page-aligned.
+_EXTENT_SLACK = 4096
 
 log = logging.getLogger(__name__)
 
@@ -649,6 +651,25 @@ class PartitionLog:
                     return ReadResult(seg.fd, position, size, end_offset, start_offset)
         active = segments[-1]
         return ReadResult(active.fd, active.size, 0, end_offset, start_offset)
+
+    def read_extent(self, offset: int, max_bytes: int) -> tuple[int, int, int] | None:
+        """(fd, position, size): the file bytes `read` from ``offset`` will look at and send (within a page or
+        two), from the in-memory index alone (no I/O); None when nothing is to be read there. The fetch path
+        probes them for page-cache residency before reading on the event loop (storage/residency.py)."""
+        if not self._log_start_offset <= offset < self._log_end_offset:
+            return None
+        seg = self._segments[max(0, bisect_right(self._bases, offset) - 1)]
+        start = seg.offset_index.lookup(offset)
+        # From the indexed boundary (at most index.interval.bytes plus a batch before the one holding
+        # ``offset``) to max_bytes past it, and the header peeked beyond; cut at the segment's end.
+        size = min(seg.size - start, seg.index_interval_bytes + max_bytes + _EXTENT_SLACK)
+        if size <= 0:
+            return None
+        try:
+            fd = seg.fd
+        except OSError:
+            return None  # `read` meets the same error and answers it (KAFKA_STORAGE_ERROR)
+        return (fd, start, size) if fd >= 0 else None
 
     @staticmethod
     def _cut_at(seg: LogSegment, limit: int, position: int, size: int) -> int:

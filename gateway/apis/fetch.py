@@ -9,7 +9,9 @@ log never diverges and the tagged field is never sent); v13: topic ids replace n
 UNKNOWN_TOPIC_ID); v15: replica_state; v17: replica_directory_id (follower fields, ignored).
 
 Long poll: the answer waits up to max_wait_ms until min_bytes have accumulated, woken by appends to the
-partitions asked for. Record data goes out with os.sendfile from the segment files (wire.fetch).
+partitions asked for. Record data goes out with os.sendfile from the segment files (wire.fetch); data not in
+the page cache is paged in by a worker thread first (gateway/cold_reads.py), so a cold read does not stall the
+event loop.
 KIP-74: max_bytes and partition_max_bytes are soft for the first batch of the first non-empty partition.
 
 Errors are per partition, as Kafka's ReplicaManager.readFromLog answers them: a corrupt stored batch gets
@@ -24,10 +26,12 @@ import uuid
 
 import trio
 
+from logway.gateway.cold_reads import page_in
 from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.security.authorizer import Operation
 from logway.storage.errors import UnknownTopicOrPartition
 from logway.storage.partition_log import PartitionLog
+from logway.storage.residency import cached
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.fetch import FetchPartitionResult, FetchTopicResult, FileSlice, encode_fetch_response
 
@@ -45,9 +49,11 @@ class _Denied(str):
     """A topic name the principal may not read (its partitions answer TOPIC_AUTHORIZATION_FAILED)."""
 
 
-def _collect(ctx, request, names: list[str | None], reads: list[tuple[PartitionLog, int]]) -> tuple[list[FetchTopicResult], int, bool]:
+def _collect(ctx, request, names: list[str | None], reads: list[tuple[PartitionLog, int]],
+             cold: list[tuple[int, int, int]] | None = None) -> tuple[list[FetchTopicResult], int, bool]:
     """One pass over the requested partitions: (topics, bytes found, any error); ``reads`` gets (log, bytes)
-    of each partition read."""
+    of each partition read. With ``cold``, a partition whose data is not in the page cache is not read: its
+    file range goes to ``cold`` (the pass is then to be repeated once a worker thread has paged it in)."""
     broker = ctx.broker
     read_committed = request.isolation_level == READ_COMMITTED
     remaining = request.max_bytes
@@ -90,6 +96,11 @@ def _collect(ctx, request, names: list[str | None], reads: list[tuple[PartitionL
                 budget = max(0, min(p.partition_max_bytes, remaining))
                 # READ_COMMITTED reads stop at the last stable offset (Kafka's FetchIsolation.TXN_COMMITTED).
                 lso = plog.last_stable_offset if read_committed else None
+                if cold is not None and (budget or min_one):
+                    extent = plog.read_extent(p.fetch_offset, budget)
+                    if extent is not None and not cached(*extent):
+                        cold.append(extent)
+                        continue
                 read = plog.read(p.fetch_offset, budget, min_one=min_one, max_offset=lso) if budget or min_one else None
             except UnknownTopicOrPartition as exc:
                 add(FetchPartitionResult(index, exc.error_code, aborted_transactions=[]))
@@ -155,7 +166,11 @@ async def handle(ctx, request):
     keys: dict[str, set[int]] | None = None  # the partitions to wake up for (by topic), once a wait is needed
     reads: list[tuple[PartitionLog, int]] = []
     while True:
-        topics, total, error = _collect(ctx, request, names, reads)
+        cold: list[tuple[int, int, int]] = []
+        topics, total, error = _collect(ctx, request, names, reads, cold)
+        if cold:  # data to come from disk: paged in by a worker thread, then read from the cache on the loop
+            await page_in(cold)
+            topics, total, error = _collect(ctx, request, names, reads)
         if total >= request.min_bytes or error or trio.current_time() >= deadline:
             break
         if keys is None:
