@@ -101,8 +101,12 @@ def one_round(target: Target, args: argparse.Namespace, n: int) -> dict[str, flo
     wait_high_watermark(upstream.bootstrap, topic, 30)
     ends = [args.count // args.partitions + (1 if p < args.count % args.partitions else 0)
             for p in range(args.partitions)]
+    # fetch.queue.backoff.ms: librdkafka's default pauses fetching for 1 s whenever its 64 MiB prefetch queue
+    # fills, which a fast broker makes it do 0-3 times per 200 MB (bench/LATEST.md "Consume investigation"):
+    # the figure would count those pauses, not the path between client and broker. Every target gets the same.
     consume = run_load(endpoint, [{"mode": "rdkafka.consume", "topic": topic, "assign": list(range(args.partitions)),
-                                   "ends": ends, "size": args.size}])
+                                   "ends": ends, "size": args.size,
+                                   "config": {"fetch.queue.backoff.ms": args.fetch_queue_backoff_ms}}])
     e2e_topic = f"proxy-e2e-{slug}-{n}"
     create_topic(upstream.bootstrap, e2e_topic, 1)
     count = args.e2e_rate * args.e2e_seconds
@@ -173,7 +177,8 @@ def markdown(results: dict[str, list[dict]], args: argparse.Namespace, load: tup
              f"Machine: {info['cpu']}, {info['cores']} cores, Linux {info['kernel']}, Python {info['python']}, "
              f"librdkafka {info['librdkafka']}.", "",
              f"Each round per target: {args.count} x {args.size} B produced over {args.partitions} partitions "
-             f"(librdkafka, linger.ms=5), the same read back from earliest, then e2e latency of 128 B messages at "
+             f"(librdkafka, linger.ms=5), the same read back from earliest (fetch.queue.backoff.ms="
+             f"{args.fetch_queue_backoff_ms}: librdkafka's 1 s default pause when its queue fills made this bimodal), then e2e latency of 128 B messages at "
              f"{args.e2e_rate} msg/s for {args.e2e_seconds} s (tailing consumer). Upstreams: a Logway broker (data "
              f"on disk) and Tansu {TANSU_VERSION} (memory engine); `tansu proxy` and `logway proxy` front the "
              f"same Tansu process. Figures are medians over rounds, (min-max) across rounds; ratios and added "
@@ -255,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=200_000)
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--fetch-queue-backoff-ms", type=int, default=10,
+                        help="the consumers' fetch.queue.backoff.ms (librdkafka's default is 1000)")
     parser.add_argument("--e2e-rate", type=int, default=2000)
     parser.add_argument("--e2e-seconds", type=int, default=5)
     parser.add_argument("--upstreams", default="logway,tansu", help="comma-separated: logway, tansu")
