@@ -36,10 +36,6 @@ Cells = dict[tuple[str, str], str]  # (client test file stem, scenario) -> "pass
 SHARDS: tuple[tuple[str, ...], ...] = (("test_java.py", "test_aiokafka.py"), ("test_kafkajs.py", "test_librdkafka.py"),
                                        ("test_kcat.py", "test_kafka_python.py"))
 
-# The Logway upstream starts a new group's first generation at once (Kafka's default waits 3 s for more
-# members, group.initial.rebalance.delay.ms): every group cell forms its group two or three times. The
-# direct matrix (compat_tests/matrix against conftest.py's gateway) keeps the default.
-LOGWAY_UPSTREAM = {"group.initial.rebalance.delay.ms": "0"}
 RUN_TIMEOUT = 900.0  # seconds for one shard; its cells bound themselves well below it
 
 
@@ -60,7 +56,7 @@ def start_target(kind: str, work: Path, stack: ExitStack) -> str:
     """Start ``kind``'s upstream (and a proxy in front of it unless -direct) in ``work``; its bootstrap."""
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}: one of {', '.join(KINDS)}")
-    upstream: Broker = (Logway(work / "upstream", LOGWAY_UPSTREAM) if kind.startswith("logway")
+    upstream: Broker = (Logway(work / "upstream") if kind.startswith("logway")
                         else Tansu(work / "upstream", tansu_binary()))
     stack.callback(upstream.cleanup)
     upstream.start()

@@ -25,12 +25,12 @@ from compat_tests.proxy_matrix import Cells, cell_path, run_cells  # noqa: E402
 SCENARIOS = os.environ.get("LOGWAY_PROXY_MATRIX_SCENARIOS",
                            " ".join(s for s in ALL_SCENARIOS if s != "idempotent_restart")).split()
 K = f"({' or '.join(f'test_{s}' for s in SCENARIOS)}) and not test_idempotent_restart"
-# Tansu 0.6's group coordination depends on timing: the same group cell passed in one run and failed in the
-# next, direct and proxied alike (a member left without partitions, a resumed member that never got its
-# records). A cell that passes direct and fails through the proxy runs again through the proxy, on a fresh
-# Tansu, up to RETRIES times, and counts against the proxy only if it never passes there.
-RETRIES = 2
-
+# Tansu 0.6's group coordination depends on timing: the same group cell (librdkafka's, Java's: the resumed
+# member never got its records) passed and failed in successive runs, direct and proxied alike. A cell that
+# passes direct and fails through the proxy runs again, direct and through the proxy at once on fresh Tansus,
+# up to RETRIES times; it counts against the proxy only if it passed direct every time and never through the
+# proxy. One that fails direct too on a retry is flaky on Tansu itself and is reported, not failed.
+RETRIES = 3
 
 @pytest.fixture(scope="module")
 def cells(tmp_path_factory) -> dict[str, Cells]:
@@ -52,15 +52,18 @@ def test_cells_in_front_of_tansu_are_no_worse_than_direct(cells, record_property
     direct, proxied = cells["tansu-direct"], cells["tansu"]
     assert set(direct) == set(proxied)
     worse = sorted(c for c in direct if direct[c] == "pass" and proxied[c] != "pass")
-    retried = list(worse)
+    retried, flaky = list(worse), []
     for attempt in range(RETRIES):
         if not worse:
             break
-        again = run_cells(["tansu"], ["-k", K], tmp_path / f"retry-{attempt}", [[cell_path(c) for c in worse]])
-        worse = [c for c in worse if again["tansu"].get(c) != "pass"]
+        again = run_cells(["tansu", "tansu-direct"], ["-k", K], tmp_path / f"retry-{attempt}",
+                          [[cell_path(c) for c in worse]])
+        flaky += [c for c in worse if again["tansu-direct"].get(c) != "pass"]
+        worse = [c for c in worse if again["tansu"].get(c) != "pass" and again["tansu-direct"].get(c) == "pass"]
     better = sorted(c for c in direct if direct[c] != "pass" and proxied[c] == "pass")
     record_property("better_through_proxy", better)
-    record_property("passed_through_the_proxy_on_a_retry", sorted(set(retried) - set(worse)))
-    print(f"cells passing through the proxy only (Tansu direct fails them): {better}; "
-          f"passing through the proxy only on a retry: {sorted(set(retried) - set(worse))}")
-    assert not worse, f"cells passing direct to Tansu but never through the proxy ({RETRIES + 1} runs): {worse}"
+    record_property("retried", retried)
+    record_property("flaky_on_tansu_direct", sorted(set(flaky)))
+    print(f"cells passing through the proxy only (Tansu direct fails them): {better}; run again: {retried}, "
+          f"of which failed direct too on a retry (flaky on Tansu): {sorted(set(flaky))}")
+    assert not worse, f"cells passing direct to Tansu every time but never through the proxy ({RETRIES + 1} runs): {worse}"
