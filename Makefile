@@ -58,8 +58,7 @@ bench-proxy: $(STAMP)
 	$(BIN)/python -m bench.proxy $(BENCH_PROXY_ARGS)
 
 proxy-matrix: $(STAMP)
-	$(BIN)/python -m compat_tests.proxy_matrix logway
-	$(BIN)/python -m compat_tests.proxy_matrix tansu
+	$(BIN)/python -m compat_tests.proxy_matrix logway,tansu,tansu-direct
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -104,7 +104,9 @@ class Member:
     def __init__(self, bootstrap: str, group: str, topic: str, tag: str) -> None:
         self.tag = tag
         self.proc = subprocess.Popen(
-            ["kcat", "-b", bootstrap, "-G", group, topic, "-J", "-Z", "-X", "auto.offset.reset=earliest",
+            # -u: unbuffered output, so records() sees each record when kcat prints it (a pipe is
+            # block-buffered: without -u nothing shows before kcat exits and every wait runs to its deadline).
+            ["kcat", "-b", bootstrap, "-G", group, topic, "-u", "-J", "-Z", "-X", "auto.offset.reset=earliest",
              "-X", "session.timeout.ms=10000"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.out: list[str] = []
@@ -124,6 +126,9 @@ class Member:
         events = self.events()
         return bool(events) and "assigned:" in events[-1] and "revoked" not in events[-1].lower()
 
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
@@ -142,7 +147,7 @@ def test_group(bootstrap: str) -> None:
     a, b = Member(bootstrap, group, topic, "a"), Member(bootstrap, group, topic, "b")
     try:
         deadline = time.monotonic() + 30
-        while not (a.assigned() and b.assigned()) and time.monotonic() < deadline:
+        while not (a.assigned() and b.assigned()) and a.running() and b.running() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert a.assigned() and b.assigned(), f"both members own partitions:\n{''.join(a.err)}\n{''.join(b.err)}"
         for recs in first:
@@ -157,7 +162,7 @@ def test_group(bootstrap: str) -> None:
         # Let b finish the rebalance a's leave starts before stopping it: a member that exits between its
         # JoinGroup and SyncGroup stalls the group until its rebalance timeout, with Kafka as here.
         deadline = time.monotonic() + 20
-        while not (len(b.events()) >= seen + 2 and b.assigned()) and time.monotonic() < deadline:
+        while not (len(b.events()) >= seen + 2 and b.assigned()) and b.running() and time.monotonic() < deadline:
             time.sleep(0.1)
         b.stop()
     assert_exact([r for recs in first for r in recs], a.records() + b.records())

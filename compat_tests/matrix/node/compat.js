@@ -15,6 +15,9 @@ const CODECS = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snapp
 const step = (name) => console.log(`STEP ${name}`)
 const fact = (key, value) => console.log(`FACT ${key}=${value}`)
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+// maxWaitTimeInMs (Fetch's max wait; kafkajs's default is 5000): a consumer's disconnect() and its answer to
+// a rebalance wait behind the Fetch it has parked at the broker, so each would cost up to 5 s of idle time.
+const CONSUMER_TIMES = { sessionTimeout: 10000, heartbeatInterval: 1000, maxWaitTimeInMs: 500 }
 
 function client (bootstrap) {
   return new Kafka({
@@ -107,7 +110,7 @@ function watchCrash (consumer) {
 
 // kafkajs consumers always join a group; read with a fresh group from the beginning until `expected` records.
 async function consumeAll (kafka, topic, expected, tag = 'all', groupId = `reader-${topic}-${Date.now()}`) {
-  const consumer = kafka.consumer({ groupId, sessionTimeout: 10000, heartbeatInterval: 1000 })
+  const consumer = kafka.consumer({ groupId, ...CONSUMER_TIMES })
   const records = []
   const crash = watchCrash(consumer)
   await consumer.connect()
@@ -188,7 +191,7 @@ async function group (bootstrap, topic, groupId, firstFile, secondFile) {
   step('createTopics')
   await createTopic(kafka, topic, 4)
   const member = async (name) => {
-    const consumer = kafka.consumer({ groupId, sessionTimeout: 10000, heartbeatInterval: 1000, rebalanceTimeout: 10000 })
+    const consumer = kafka.consumer({ groupId, ...CONSUMER_TIMES, rebalanceTimeout: 10000 })
     const state = { name, consumer, records: [], assigned: 0, next: {}, crash: watchCrash(consumer) }
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
       state.assigned = (e.payload.memberAssignment[topic] || []).length

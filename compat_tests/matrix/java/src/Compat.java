@@ -63,7 +63,7 @@ public final class Compat {
             case "admin" -> admin(bootstrap, topic);
             case "roundtrip" -> roundtrip(bootstrap, topic, Integer.parseInt(args[3]), Path.of(args[4]), extraProps(args, 5));
             case "paced" -> paced(bootstrap, topic, Integer.parseInt(args[3]), Path.of(args[4]), extraProps(args, 5));
-            case "group" -> group(bootstrap, topic, args[3], Path.of(args[4]), Path.of(args[5]));
+            case "group" -> group(bootstrap, topic, args[3], Path.of(args[4]), Path.of(args[5]), extraProps(args, 6));
             case "offsets" -> offsets(bootstrap, topic, Long.parseLong(args[3]), Integer.parseInt(args[4]));
             case "spark" -> spark(bootstrap, topic, Integer.parseInt(args[3]), Integer.parseInt(args[4]));
             default -> throw new IllegalArgumentException("unknown scenario " + scenario);
@@ -369,7 +369,8 @@ public final class Compat {
         }
     }
 
-    private static void group(String bootstrap, String topic, String groupId, Path firstSpec, Path secondSpec) throws Exception {
+    private static void group(String bootstrap, String topic, String groupId, Path firstSpec, Path secondSpec,
+                              Properties memberProps) throws Exception {
         List<Spec> first = readSpec(firstSpec);
         List<Spec> second = readSpec(secondSpec);
         int partitions = 4;
@@ -378,8 +379,8 @@ public final class Compat {
             createTopic(admin, topic, partitions, Map.of());
         }
         step("join two members");
-        Member a = new Member("a", consumer(bootstrap, groupId));
-        Member b = new Member("b", consumer(bootstrap, groupId));
+        Member a = new Member("a", consumer(bootstrap, groupId, memberProps));
+        Member b = new Member("b", consumer(bootstrap, groupId, memberProps));
         a.consumer.subscribe(List.of(topic));
         b.consumer.subscribe(List.of(topic));
         Thread ta = new Thread(a);
@@ -424,7 +425,7 @@ public final class Compat {
         step("produce second");
         produceSpec(bootstrap, topic, second, new Properties());
         step("resume");
-        Member c = new Member("c", consumer(bootstrap, groupId));
+        Member c = new Member("c", consumer(bootstrap, groupId, memberProps));
         c.consumer.subscribe(List.of(topic));
         Thread tc = new Thread(c);
         tc.start();
