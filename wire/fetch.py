@@ -195,3 +195,51 @@ def _records_field(out: bytearray, records: bytes | FileSlice | None, flexible: 
     chunks.append(bytes(out))
     chunks.append(records)
     return bytearray(), len(out) + size
+
+
+def encode_empty_fetch_response(version: int, correlation_id: int,
+                                topics: list[tuple[str, uuid.UUID, list[tuple[int, int, int, int]]]],
+                                read_committed: bool) -> bytes:
+    """The whole frame of a sessionless Fetch answer in which no partition has records or an error: each
+    partition given as (partition_index, high_watermark, last_stable_offset, log_start_offset).
+
+    Byte-equal to encode_fetch_response of FetchPartitionResults with no records, error 0, no preferred replica
+    and aborted transactions [] (READ_COMMITTED) or None: one pack per partition, constants included.
+    """
+    flexible = version >= 12
+    out = _response_head(version, correlation_id, 0, 0, 0, len(topics))
+    for name, topic_id, rows in topics:
+        _topic_key(out, FetchTopicResult(name, topic_id, []), version, flexible)
+        _array_len(out, len(rows), flexible)
+        out += _empty_partitions(version, read_committed, rows)
+        if flexible:
+            out.append(0)  # topic tagged fields
+    if flexible:
+        out.append(0)  # response tagged fields
+    return _I32.pack(len(out)) + out
+
+
+def _empty_partitions(version: int, read_committed: bool, rows: list[tuple[int, int, int, int]]) -> bytes:
+    """One pack per partition: error_code 0 is two pad bytes, and the constants after the offsets (aborted
+    transactions null -1 or empty 0, preferred_read_replica -1 from v11, records length 0; in flexible versions
+    the compact forms and the empty tagged fields) are arguments of the same pack."""
+    aborted = 0 if read_committed else -1
+    if version >= 12:
+        pack = _EMPTY_V12.pack
+        return b"".join([pack(i, high, lso, start, aborted + 1, -1, 1, 0) for i, high, lso, start in rows])
+    if version >= 11:
+        pack = _EMPTY_V11.pack
+        return b"".join([pack(i, high, lso, start, aborted, -1, 0) for i, high, lso, start in rows])
+    if version >= 5:
+        pack = _EMPTY_V5.pack
+        return b"".join([pack(i, high, lso, start, aborted, 0) for i, high, lso, start in rows])
+    pack = _EMPTY_V4.pack
+    return b"".join([pack(i, high, lso, aborted, 0) for i, high, lso, _ in rows])
+
+
+# The partitions of encode_empty_fetch_response: index, error 0 (pad), high watermark, last stable offset,
+# log start offset (v5+), then aborted transactions, preferred_read_replica (v11+), records length, tagged fields.
+_EMPTY_V4 = struct.Struct(">i2xqqii")
+_EMPTY_V5 = struct.Struct(">i2xqqqii")
+_EMPTY_V11 = struct.Struct(">i2xqqqiii")
+_EMPTY_V12 = struct.Struct(">i2xqqqBiBB")
