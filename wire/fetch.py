@@ -71,11 +71,13 @@ def _array_len(out: bytearray, n: int, flexible: bool) -> None:
         out += _I32.pack(n)
 
 
-def _empty_tail(version: int) -> bytes:
-    """The bytes after log_start_offset of a partition without records, aborted list or preferred replica."""
+def _empty_tail(version: int, read_committed: bool = False) -> bytes:
+    """The bytes after log_start_offset of a partition without records or preferred replica, with a null
+    aborted-transactions list (an empty one for READ_COMMITTED)."""
     if version >= 12:
-        return b"\x00" + _I32.pack(-1) + b"\x01\x00"
-    return _I32.pack(-1) + (_I32.pack(-1) if version >= 11 else b"") + _I32.pack(0)
+        return (b"\x01" if read_committed else b"\x00") + _I32.pack(-1) + b"\x01\x00"
+    aborted = _I32.pack(0 if read_committed else -1)
+    return aborted + (_I32.pack(-1) if version >= 11 else b"") + _I32.pack(0)
 
 
 _EMPTY_TAILS = {version: _empty_tail(version) for version in range(4, 18)}
@@ -197,21 +199,34 @@ def _records_field(out: bytearray, records: bytes | FileSlice | None, flexible: 
     return bytearray(), len(out) + size
 
 
+def empty_partition_packer(version: int) -> Callable[[int, int, int, int], bytes]:
+    """pack(partition_index, high_watermark, last_stable_offset, log_start_offset): the head of a partition
+    without records or error for encode_empty_fetch_response (error_code 0 is two pad bytes)."""
+    if version >= 5:
+        return _EMPTY_HEAD_V5_OK.pack
+    pack = _EMPTY_HEAD_V4_OK.pack
+    return lambda index, high, lso, _start: pack(index, high, lso)
+
+
 def encode_empty_fetch_response(version: int, correlation_id: int,
-                                topics: list[tuple[str, uuid.UUID, list[tuple[int, int, int, int]]]],
-                                read_committed: bool) -> bytes:
+                                topics: list[tuple[str, uuid.UUID, list[bytes]]], read_committed: bool) -> bytes:
     """The whole frame of a sessionless Fetch answer in which no partition has records or an error: each
-    partition given as (partition_index, high_watermark, last_stable_offset, log_start_offset).
+    partition given as its head from empty_partition_packer.
 
     Byte-equal to encode_fetch_response of FetchPartitionResults with no records, error 0, no preferred replica
-    and aborted transactions [] (READ_COMMITTED) or None: one pack per partition, constants included.
+    and aborted transactions [] (READ_COMMITTED) or None. What follows a head is the same for every partition
+    (aborted transactions, preferred_read_replica from v11, records length 0, tagged fields): it is the
+    separator of one join.
     """
     flexible = version >= 12
+    tail = _empty_tail(version, read_committed)
     out = _response_head(version, correlation_id, 0, 0, 0, len(topics))
-    for name, topic_id, rows in topics:
+    for name, topic_id, heads in topics:
         _topic_key(out, FetchTopicResult(name, topic_id, []), version, flexible)
-        _array_len(out, len(rows), flexible)
-        out += _empty_partitions(version, read_committed, rows)
+        _array_len(out, len(heads), flexible)
+        if heads:
+            out += tail.join(heads)
+            out += tail
         if flexible:
             out.append(0)  # topic tagged fields
     if flexible:
@@ -219,27 +234,5 @@ def encode_empty_fetch_response(version: int, correlation_id: int,
     return _I32.pack(len(out)) + out
 
 
-def _empty_partitions(version: int, read_committed: bool, rows: list[tuple[int, int, int, int]]) -> bytes:
-    """One pack per partition: error_code 0 is two pad bytes, and the constants after the offsets (aborted
-    transactions null -1 or empty 0, preferred_read_replica -1 from v11, records length 0; in flexible versions
-    the compact forms and the empty tagged fields) are arguments of the same pack."""
-    aborted = 0 if read_committed else -1
-    if version >= 12:
-        pack = _EMPTY_V12.pack
-        return b"".join([pack(i, high, lso, start, aborted + 1, -1, 1, 0) for i, high, lso, start in rows])
-    if version >= 11:
-        pack = _EMPTY_V11.pack
-        return b"".join([pack(i, high, lso, start, aborted, -1, 0) for i, high, lso, start in rows])
-    if version >= 5:
-        pack = _EMPTY_V5.pack
-        return b"".join([pack(i, high, lso, start, aborted, 0) for i, high, lso, start in rows])
-    pack = _EMPTY_V4.pack
-    return b"".join([pack(i, high, lso, aborted, 0) for i, high, lso, _ in rows])
-
-
-# The partitions of encode_empty_fetch_response: index, error 0 (pad), high watermark, last stable offset,
-# log start offset (v5+), then aborted transactions, preferred_read_replica (v11+), records length, tagged fields.
-_EMPTY_V4 = struct.Struct(">i2xqqii")
-_EMPTY_V5 = struct.Struct(">i2xqqqii")
-_EMPTY_V11 = struct.Struct(">i2xqqqiii")
-_EMPTY_V12 = struct.Struct(">i2xqqqBiBB")
+_EMPTY_HEAD_V4_OK = struct.Struct(">i2xqq")  # partition_index, error_code 0, high_watermark, last_stable_offset
+_EMPTY_HEAD_V5_OK = struct.Struct(">i2xqqq")  # + log_start_offset

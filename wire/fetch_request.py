@@ -27,11 +27,11 @@ _I32 = struct.Struct(">i").unpack_from
 _HEAD_V4 = struct.Struct(">4xiiib")
 _HEAD_V7 = struct.Struct(">4xiiibii")
 _HEAD_V15 = struct.Struct(">iiibii")
-# A partition's fields; the reader keeps (partition, fetch_offset, partition_max_bytes) of each.
-_PARTITION_V4 = struct.Struct(">iqi")  # partition, fetch_offset, partition_max_bytes
-_PARTITION_V5 = struct.Struct(">iqqi")  # + log_start_offset
-_PARTITION_V9 = struct.Struct(">iiqqi")  # + current_leader_epoch
-_PARTITION_V12 = struct.Struct(">iiqiqiB")  # + last_fetched_epoch, the (empty) tagged field count
+# A partition's fields as (partition, fetch_offset, partition_max_bytes): the others are pad bytes ("x"), skipped.
+_PARTITION_V4 = struct.Struct(">iqi")
+_PARTITION_V5 = struct.Struct(">iq8xi")  # + log_start_offset
+_PARTITION_V9 = struct.Struct(">i4xq8xi")  # + current_leader_epoch
+_PARTITION_V12 = struct.Struct(">i4xq4x8xix")  # + last_fetched_epoch, the tagged field count (checked apart)
 
 
 @dataclass(slots=True)
@@ -114,19 +114,12 @@ class _Reader:
         n = self.count(layout.size)
         start, stop = self.pos, self.pos + n * layout.size
         self.pos = stop
-        records = layout.iter_unpack(self.buf[start:stop])
+        partitions = list(layout.iter_unpack(self.buf[start:stop]))
         if self.flexible:
             # Each partition ends with its tagged-field count: all zero, else some partition has tagged fields.
             if any(self.buf[start + layout.size - 1 : stop : layout.size]):
                 raise _Unusual
-            partitions = [(p, offset, limit) for p, _, offset, _, _, limit, _ in records]
             self.no_tagged_fields()
-        elif self.version >= 9:
-            partitions = [(p, offset, limit) for p, _, offset, _, limit in records]
-        elif self.version >= 5:
-            partitions = [(p, offset, limit) for p, offset, _, limit in records]
-        else:
-            partitions = list(records)
         return FetchRequestTopic(key, partitions)
 
     def need(self, size: int) -> None:

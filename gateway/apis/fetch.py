@@ -35,6 +35,7 @@ from logway.wire.fetch import (
     FetchPartitionResult,
     FetchTopicResult,
     FileSlice,
+    empty_partition_packer,
     encode_empty_fetch_response,
     encode_fetch_response,
 )
@@ -175,24 +176,25 @@ async def _serve_empty(ctx, fast: FastFetchRequest, deadline: float) -> tuple[by
     topics = []
     served: list[PartitionLog] = []
     note = served.append
+    pack = empty_partition_packer(ctx.version)
     for topic, name in zip(fast.topics, names, strict=True):
         info = infos.get(name) if name is not None else None
         if info is None:
             return None, denied
         plogs = info.partitions
         count = len(plogs)
-        rows = []
-        add = rows.append
+        heads: list[bytes] = []
+        add = heads.append
         for index, offset, _ in topic.partitions:
             if not 0 <= index < count:
                 return None, denied
             plog = plogs[index]
-            high = plog.high_watermark
+            high, lso, start = plog.fetch_offsets()
             if offset != high:  # records to read, or an offset out of range: the general path
                 return None, denied
-            add((index, high, plog.last_stable_offset, plog.log_start_offset))
+            add(pack(index, high, lso, start))
             note(plog)
-        topics.append((name, info.topic_id, rows))
+        topics.append((name, info.topic_id, heads))
     if fast.min_bytes > 0 and trio.current_time() < deadline:
         keys: dict[str, set[int]] = {}
         for topic, name in zip(fast.topics, names, strict=True):

@@ -14,7 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logway.wire.errors import MalformedRequest
-from logway.wire.fetch import FetchPartitionResult, FetchTopicResult, encode_empty_fetch_response, encode_fetch_response
+from logway.wire.fetch import (
+    FetchPartitionResult,
+    FetchTopicResult,
+    empty_partition_packer,
+    encode_empty_fetch_response,
+    encode_fetch_response,
+)
 from logway.wire.fetch_request import read_fetch_request
 from logway.wire.protocol import build, decode_body, encode_body, request_type
 
@@ -139,4 +145,6 @@ def test_empty_answer_is_byte_equal_to_the_general_encoder(version, correlation_
         FetchPartitionResult(i, 0, high, lso, start, b"", [] if read_committed else None) for i, high, lso, start in r])
         for name, topic_id, r in topics]
     expected = b"".join(encode_fetch_response(version, correlation_id, general))
-    assert encode_empty_fetch_response(version, correlation_id, topics, read_committed) == expected
+    pack = empty_partition_packer(version)
+    heads = [(name, topic_id, [pack(*row) for row in r]) for name, topic_id, r in topics]
+    assert encode_empty_fetch_response(version, correlation_id, heads, read_committed) == expected
