@@ -12,6 +12,11 @@ Long poll: the answer waits up to max_wait_ms until min_bytes have accumulated, 
 partitions asked for. Record data goes out with os.sendfile from the segment files (wire.fetch).
 KIP-74: max_bytes and partition_max_bytes are soft for the first batch of the first non-empty partition.
 
+The request is read here (RAW): wire.fetch_request reads the common shape into tuples, kio everything else. A
+sessionless fetch whose every partition is known and at its high watermark (a caught-up consumer polling
+1,000 partitions) is answered by _serve_empty, one pack per partition and no per-partition objects; any other
+fetch, or one that an append wakes, by _serve. tests/gateway/test_fetch_fast_path.py holds both to the same bytes.
+
 Errors are per partition, as Kafka's ReplicaManager.readFromLog answers them: a corrupt stored batch gets
 CORRUPT_MESSAGE, an I/O error KAFKA_STORAGE_ERROR, anything unexpected UNKNOWN_SERVER_ERROR (logged); the
 other partitions of the request are served and the connection stays open.
