@@ -78,3 +78,63 @@ def test_answers_are_the_general_paths_answers(logway):
         assert new == old, (version, data)
         fast += all_at_end(data, ends)
     assert fast > 30  # the comparison covered the fast path, not only the general one
+
+
+def test_quiet_incremental_sessions_answer_as_the_full_pass(logway):
+    """Two sessions over the same partitions get the same requests; one is answered with the quiet check
+    (nothing new anywhere: no reads), the other by the full pass; the answers differ only in the session id."""
+    admin = KafkaAdminClient(bootstrap_servers=logway.bootstrap)
+    admin.create_topics([NewTopic(name, n, 1) for name, n in TOPICS.items()])
+    admin.close()
+    producer = KafkaProducer(bootstrap_servers=logway.bootstrap)
+    broker = logway.broker
+    ids = {name: broker.logs.topics[name].topic_id for name in TOPICS}
+    connection = types.SimpleNamespace(broker=broker, principal="User:ANONYMOUS", peer="127.0.0.1:1")
+    rng = random.Random(227)
+
+    async def send(version: int, data: dict, correlation_id: int, quiet_check: bool) -> list:
+        body = encode_body(build(request_type(1, version), data))
+        head = struct.pack(">hhih", 1, version, correlation_id, 1) + b"x" + (b"\x00" if version >= 12 else b"")
+        frame = memoryview(bytearray(head + body))
+        ctx = RequestContext(connection, RequestHeader(1, version, correlation_id, "x"), frame, len(head))
+        return await fetch._serve(ctx, decode_body(1, version, bytes(frame), len(head)), None, None,
+                                  quiet_check=quiet_check)
+
+    def request(session_id: int, epoch: int, changed: dict[tuple[str, int], int]) -> dict:
+        topics = {}
+        for (name, p), offset in changed.items():
+            topics.setdefault(name, []).append({"partition": p, "fetch_offset": offset, "partition_max_bytes": 1 << 16,
+                                                "current_leader_epoch": -1, "log_start_offset": -1})
+        return {"replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 1,
+                "session_id": session_id, "session_epoch": epoch, "rack_id": "",
+                "topics": [{"topic": n, "topic_id": ids[n], "partitions": ps} for n, ps in topics.items()]}
+
+    quiet = 0
+    for version in (7, 11, 12, 13, 17):
+        every = {(name, p): 0 for name, n in TOPICS.items() for p in range(n)}
+        offset_at = 15 if version >= 12 else 14  # size, correlation id, (tagged fields), throttle, error code
+        sessions = []
+        for check in (True, False):
+            first = trio.from_thread.run(send, version, request(0, 0, every), 1, check, trio_token=logway._token)
+            sessions.append(struct.unpack_from(">i", first[0], offset_at)[0])
+        at = dict(every)  # the client's fetch offsets: it moves to the end of partitions that had records
+        for epoch in range(1, 40):
+            if rng.random() < 0.15:
+                name = rng.choice(list(TOPICS))
+                producer.send(name, b"v", partition=rng.randrange(TOPICS[name])).get(timeout=10)
+            ends = {(name, p): plog.high_watermark for name in TOPICS
+                    for p, plog in enumerate(broker.logs.topics[name].partitions)}
+            changed = {key: ends[key] for key in at if at[key] != ends[key] and rng.random() < 0.7}
+            if rng.random() < 0.1:
+                changed[rng.choice(list(at))] = 0  # a seek back
+            at.update(changed)
+            answers = [trio.from_thread.run(send, version, request(sid, epoch, changed), epoch, check,
+                                            trio_token=logway._token)
+                       for sid, check in zip(sessions, (True, False), strict=True)]
+            with_quiet, full = answers
+            head = full[0]
+            full[0] = head[:offset_at] + with_quiet[0][offset_at : offset_at + 4] + head[offset_at + 4 :]
+            assert with_quiet == full, (version, epoch)
+            quiet += len(b"".join(c for c in with_quiet if isinstance(c, bytes))) < 30
+    producer.close()
+    assert quiet > 20  # the quiet answer (no partition) was compared, not only the full one
