@@ -3,7 +3,8 @@
 Four figures (issue 15, "Per-request cost" and "Cost in log size and partitions"):
 - broker CPU-seconds per GB produced from 100 librdkafka producer connections (2 processes, 1 KiB, acks=1);
 - broker CPU per Fetch request for 1,000 partitions with no new data (a raw Fetch v11 client, max_wait 0,
-  every partition at its log end offset), over a few hundred requests on one connection;
+  every partition at its log end offset), over a few hundred requests on one connection; the same as a long
+  poll (max_wait 100 ms) and as incremental requests of a fetch session (KIP-227) over those partitions;
 - RSS and open file descriptors with 10,000 partitions (CreateTopics, one record in each);
 - RSS with 1 GiB and with 4 GiB of log on disk (Logway only: Tansu's memory engine keeps the log in RAM).
 
@@ -47,14 +48,19 @@ _FETCH_BODY = struct.Struct(">iiiibii")  # replica, max_wait, min_bytes, max_byt
 _FETCH_PARTITION = struct.Struct(">iiqqi")  # partition, current_leader_epoch, fetch_offset, log_start, max_bytes
 
 
-def fetch_request(correlation_id: int, topic: str, offsets: list[int], max_wait_ms: int = 0) -> bytes:
-    """A size-prefixed Fetch v11 request for partitions 0..n-1 of ``topic`` at ``offsets``, min_bytes 1."""
+def fetch_request(correlation_id: int, topic: str, offsets: list[int], max_wait_ms: int = 0, session_id: int = 0,
+                  epoch: int = -1) -> bytes:
+    """A size-prefixed Fetch v11 request for partitions 0..n-1 of ``topic`` at ``offsets``, min_bytes 1; sessionless
+    unless ``epoch`` says otherwise (no offsets: an incremental request with no topic)."""
     client = b"request-cost"
     name = topic.encode()
     parts = [_FETCH_HEAD.pack(1, 11, correlation_id, len(client)), client,
-             _FETCH_BODY.pack(-1, max_wait_ms, 1, 50 * MB, 0, 0, -1), struct.pack(">ih", 1, len(name)), name,
-             struct.pack(">i", len(offsets))]
-    parts += [_FETCH_PARTITION.pack(p, -1, offset, -1, MB) for p, offset in enumerate(offsets)]
+             _FETCH_BODY.pack(-1, max_wait_ms, 1, 50 * MB, 0, session_id, epoch)]
+    if offsets:
+        parts += [struct.pack(">ih", 1, len(name)), name, struct.pack(">i", len(offsets))]
+        parts += [_FETCH_PARTITION.pack(p, -1, offset, -1, MB) for p, offset in enumerate(offsets)]
+    else:
+        parts += [struct.pack(">i", 0)]
     parts += [struct.pack(">ih", 0, 0)]  # forgotten_topics_data, rack_id
     body = b"".join(parts)
     return struct.pack(">i", len(body)) + body
@@ -116,6 +122,31 @@ def empty_fetches(broker: Broker, topic: str, ends: list[int], requests: int, ma
     return {"cpu_ms_per_request": 1000 * cpu / requests, "kernel_ms_per_request": 1000 * kernel / requests,
             "wall_ms_per_request": 1000 * wall / requests,
             "partitions_answered": answered / requests}
+
+
+def session_fetches(broker: Broker, topic: str, ends: list[int], requests: int) -> dict[str, float]:
+    """A fetch session over every partition (KIP-227, as the Java consumer keeps one), then ``requests`` incremental
+    fetches with nothing new: broker CPU per incremental request. Empty if the broker keeps no sessions."""
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as sock:
+        def once(cid: int, offsets: list[int], session_id: int, epoch: int) -> bytes:
+            sock.sendall(fetch_request(cid, topic, offsets, 0, session_id, epoch))
+            (size,) = struct.unpack(">i", recv_exact(sock, 4))
+            return recv_exact(sock, size)
+
+        (session_id,) = struct.unpack_from(">i", once(0, ends, 0, 0), 10)  # correlation, throttle, error, session
+        if not session_id:
+            return {}
+        for epoch in range(1, 6):  # warm up
+            (error,) = struct.unpack_from(">h", once(epoch, [], session_id, epoch), 8)
+            if error:
+                log.info("%s: incremental fetch answered error %d; no session figure", broker.name, error)
+                return {}
+        cpu0 = broker.cpu_seconds()
+        for epoch in range(6, 6 + requests):
+            frame = once(epoch, [], session_id, epoch)
+            if fetch_response_summary(frame)[1:] != (0, 0):
+                raise RuntimeError(f"{broker.name} answered an incremental fetch with partitions (expected none)")
+        return {"session_cpu_ms_per_request": 1000 * (broker.cpu_seconds() - cpu0) / requests}
 
 
 def system_seconds(pid: int) -> float:
@@ -259,12 +290,14 @@ def empty_fetch_case(bench: Bench, args: argparse.Namespace) -> dict[str, list[d
             # The long poll a consumer sends (librdkafka's fetch.wait.max.ms is 500, the bench's 100): each request
             # waits max_wait for an append, so it also pays for registering its 1,000 partitions' wake-ups.
             poll = empty_fetches(broker, "wide", ends[broker.name], args.poll_requests, max_wait_ms=100)
+            session = session_fetches(broker, "wide", ends[broker.name], args.fetch_requests)
             # What the broker spends with no request at all (timers, retention and flush loops), which the
             # 100 ms of each long poll include.
             cpu0 = broker.cpu_seconds()
             time.sleep(2.0)
             idle = (broker.cpu_seconds() - cpu0) / 2.0
-            return {**result, "poll_cpu_ms_per_request": poll["cpu_ms_per_request"], "idle_cpu_ms_per_100ms": 100 * idle}
+            return {**result, "poll_cpu_ms_per_request": poll["cpu_ms_per_request"], **session,
+                    "idle_cpu_ms_per_100ms": 100 * idle}
 
         return alternate(started, args.runs, run_once)
 
@@ -385,6 +418,8 @@ def markdown(results: dict, info: dict, command: str) -> str:
                   ("kernel_ms_per_request", "of which kernel (stime) ms"), ("wall_ms_per_request", "round trip ms"),
                   ("partitions_answered", "partitions answered"),
                   ("poll_cpu_ms_per_request", "the same with max_wait 100 ms (a long poll): broker CPU ms/request"),
+                  ("session_cpu_ms_per_request", "an incremental fetch session over the 1,000 partitions (KIP-227, "
+                   "as the Java consumer fetches) with nothing new, max_wait 0: broker CPU ms/request"),
                   ("idle_cpu_ms_per_100ms", "broker CPU ms per 100 ms idle (part of each long poll)")))):
             if key not in results:
                 continue

@@ -1,7 +1,7 @@
 """Route a request frame to its API module and encode the answer.
 
 Each module in gateway/apis/ declares API_KEY, MIN_VERSION, MAX_VERSION and ``async def handle(ctx,
-request)``. A module with RAW = True gets the undecoded frame (the hot paths: Produce); the others get the
+request)``. A module with RAW = True gets the undecoded frame (the hot paths: Produce, Fetch); the others get the
 kio message. A handler returns a kio response (encoded here), a list of already-framed chunks (Fetch's
 zero-copy response), or None (acks=0 Produce: no response at all, as Kafka does).
 """

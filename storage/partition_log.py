@@ -209,6 +209,13 @@ class PartitionLog:
         first = self._producers.first_unstable_offset()
         return self._log_end_offset if first is None else min(first, self._log_end_offset)
 
+    def fetch_offsets(self) -> tuple[int, int, int]:
+        """(high watermark, last stable offset, log start offset) in one call: a Fetch answers them for each of
+        its partitions, hundreds per request, so this saves three property calls per partition."""
+        end = self._log_end_offset
+        first = self._producers.first_unstable_offset() if self._producers.ongoing else None
+        return end, end if first is None else min(first, end), self._log_start_offset
+
     @property
     def recovery_point(self) -> int:
         """Every offset below this is fsynced (clamped: a concurrent flush may race a truncation)."""

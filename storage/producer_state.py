@@ -161,6 +161,8 @@ class ProducerStateManager:
 
     def first_unstable_offset(self) -> int | None:
         """The first offset of the earliest ongoing transaction (what bounds the last stable offset)."""
+        if not self.ongoing:  # the common case, asked per partition of every Fetch: no copy
+            return None
         firsts = list(self.ongoing.values())  # a copy: a compaction thread may ask while the loop appends
         return min(firsts) if firsts else None
 

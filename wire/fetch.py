@@ -71,11 +71,13 @@ def _array_len(out: bytearray, n: int, flexible: bool) -> None:
         out += _I32.pack(n)
 
 
-def _empty_tail(version: int) -> bytes:
-    """The bytes after log_start_offset of a partition without records, aborted list or preferred replica."""
+def _empty_tail(version: int, read_committed: bool = False) -> bytes:
+    """The bytes after log_start_offset of a partition without records or preferred replica, with a null
+    aborted-transactions list (an empty one for READ_COMMITTED)."""
     if version >= 12:
-        return b"\x00" + _I32.pack(-1) + b"\x01\x00"
-    return _I32.pack(-1) + (_I32.pack(-1) if version >= 11 else b"") + _I32.pack(0)
+        return (b"\x01" if read_committed else b"\x00") + _I32.pack(-1) + b"\x01\x00"
+    aborted = _I32.pack(0 if read_committed else -1)
+    return aborted + (_I32.pack(-1) if version >= 11 else b"") + _I32.pack(0)
 
 
 _EMPTY_TAILS = {version: _empty_tail(version) for version in range(4, 18)}
@@ -195,3 +197,42 @@ def _records_field(out: bytearray, records: bytes | FileSlice | None, flexible: 
     chunks.append(bytes(out))
     chunks.append(records)
     return bytearray(), len(out) + size
+
+
+def empty_partition_packer(version: int) -> Callable[[int, int, int, int], bytes]:
+    """pack(partition_index, high_watermark, last_stable_offset, log_start_offset): the head of a partition
+    without records or error for encode_empty_fetch_response (error_code 0 is two pad bytes)."""
+    if version >= 5:
+        return _EMPTY_HEAD_V5_OK.pack
+    pack = _EMPTY_HEAD_V4_OK.pack
+    return lambda index, high, lso, _start: pack(index, high, lso)
+
+
+def encode_empty_fetch_response(version: int, correlation_id: int,
+                                topics: list[tuple[str, uuid.UUID, list[bytes]]], read_committed: bool) -> bytes:
+    """The whole frame of a sessionless Fetch answer in which no partition has records or an error: each
+    partition given as its head from empty_partition_packer.
+
+    Byte-equal to encode_fetch_response of FetchPartitionResults with no records, error 0, no preferred replica
+    and aborted transactions [] (READ_COMMITTED) or None. What follows a head is the same for every partition
+    (aborted transactions, preferred_read_replica from v11, records length 0, tagged fields): it is the
+    separator of one join.
+    """
+    flexible = version >= 12
+    tail = _empty_tail(version, read_committed)
+    out = _response_head(version, correlation_id, 0, 0, 0, len(topics))
+    for name, topic_id, heads in topics:
+        _topic_key(out, FetchTopicResult(name, topic_id, []), version, flexible)
+        _array_len(out, len(heads), flexible)
+        if heads:
+            out += tail.join(heads)
+            out += tail
+        if flexible:
+            out.append(0)  # topic tagged fields
+    if flexible:
+        out.append(0)  # response tagged fields
+    return _I32.pack(len(out)) + out
+
+
+_EMPTY_HEAD_V4_OK = struct.Struct(">i2xqq")  # partition_index, error_code 0, high_watermark, last_stable_offset
+_EMPTY_HEAD_V5_OK = struct.Struct(">i2xqqq")  # + log_start_offset

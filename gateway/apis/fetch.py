@@ -14,6 +14,11 @@ the page cache is paged in by a worker thread first (gateway/cold_reads.py), so 
 event loop.
 KIP-74: max_bytes and partition_max_bytes are soft for the first batch of the first non-empty partition.
 
+The request is read here (RAW): wire.fetch_request reads the common shape into tuples, kio everything else. A
+sessionless fetch whose every partition is known and at its high watermark (a caught-up consumer polling
+1,000 partitions) is answered by _serve_empty, one pack per partition and no per-partition objects; any other
+fetch, or one that an append wakes, by _serve. tests/gateway/test_fetch_fast_path.py holds both to the same bytes.
+
 Errors are per partition, as Kafka's ReplicaManager.readFromLog answers them: a corrupt stored batch gets
 CORRUPT_MESSAGE, an I/O error KAFKA_STORAGE_ERROR, anything unexpected UNKNOWN_SERVER_ERROR (logged); the
 other partitions of the request are served and the connection stays open.
@@ -27,17 +32,29 @@ import uuid
 import trio
 
 from logway.gateway.cold_reads import page_in
+from logway.gateway.fetch_sessions import FINAL_EPOCH
 from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.security.authorizer import Operation
 from logway.storage.errors import UnknownTopicOrPartition
 from logway.storage.partition_log import PartitionLog
 from logway.storage.residency import cached
 from logway.wire.errors import ErrorCode, KafkaError
-from logway.wire.fetch import FetchPartitionResult, FetchTopicResult, FileSlice, encode_fetch_response
+from logway.wire.fetch import (
+    Chunk,
+    FetchPartitionResult,
+    FetchTopicResult,
+    FileSlice,
+    empty_partition_packer,
+    encode_empty_fetch_response,
+    encode_fetch_response,
+)
+from logway.wire.fetch_request import FastFetchRequest, read_fetch_request
+from logway.wire.protocol import decode_body
 
 API_KEY = 1
 MIN_VERSION = 4
 MAX_VERSION = 17
+RAW = True  # the handler reads the request: wire.fetch_request for the common shape, kio for the rest
 
 READ_COMMITTED = 1
 ZERO_UUID = uuid.UUID(int=0)
@@ -62,7 +79,6 @@ def _collect(ctx, request, names: list[str | None], reads: list[tuple[PartitionL
     error = False
     topics = []
     reads.clear()
-    read_committed = request.isolation_level == READ_COMMITTED
     for topic, name in zip(request.topics, names, strict=True):
         results = []
         info = broker.logs.topics.get(name) if name is not None else None
@@ -146,7 +162,73 @@ def _error_code(exc: Exception, topic: str, partition: int, offset: int, stats: 
     return ErrorCode.unknown_server_error
 
 
-async def handle(ctx, request):
+async def handle(ctx, request: None) -> list[Chunk]:
+    """Read the request (the common shape by hand, anything else with kio) and answer it; a sessionless fetch
+    in which every partition is at its high watermark takes a path without per-partition objects."""
+    fast = read_fetch_request(ctx.version, ctx.frame, ctx.body_pos)
+    deadline = denied = None
+    if fast is not None and fast.session_epoch == FINAL_EPOCH and not fast.session_id:
+        deadline = trio.current_time() + fast.max_wait_ms / 1000
+        answer, denied = await _serve_empty(ctx, fast, deadline)
+        if answer is not None:
+            return [answer]
+    request = decode_body(API_KEY, ctx.version, bytes(ctx.frame), ctx.body_pos)
+    return await _serve(ctx, request, deadline, denied)
+
+
+async def _serve_empty(ctx, fast: FastFetchRequest, deadline: float) -> tuple[bytes | None, set[str] | None]:
+    """The answer when no partition has records or an error, waiting up to max_wait for an append as _serve does;
+    else (None, the denied topics): _serve answers then, from the start or, after an append, with a new read."""
+    broker = ctx.broker
+    infos = broker.logs.topics
+    if ctx.version >= 13:
+        by_id = {t.topic_id.bytes: t.name for t in infos.values()}
+        names = [by_id.get(t.key) for t in fast.topics]
+    else:
+        names = [t.key for t in fast.topics]
+    denied = ctx.denied_topics(Operation.READ, (n for n in names if n is not None))
+    if denied:
+        return None, denied
+    topics = []
+    served: list[PartitionLog] = []
+    note = served.append
+    pack = empty_partition_packer(ctx.version)
+    for topic, name in zip(fast.topics, names, strict=True):
+        info = infos.get(name) if name is not None else None
+        if info is None:
+            return None, denied
+        plogs = info.partitions
+        count = len(plogs)
+        heads: list[bytes] = []
+        add = heads.append
+        for index, offset, _ in topic.partitions:
+            if not 0 <= index < count:
+                return None, denied
+            plog = plogs[index]
+            high, lso, start = plog.fetch_offsets()
+            if offset != high:  # records to read, or an offset out of range: the general path
+                return None, denied
+            add(pack(index, high, lso, start))
+            note(plog)
+        topics.append((name, info.topic_id, heads))
+    if fast.min_bytes > 0 and trio.current_time() < deadline:
+        keys: dict[str, set[int]] = {}
+        for topic, name in zip(fast.topics, names, strict=True):
+            if name and topic.partitions:
+                keys.setdefault(name, set()).update(p for p, _, _ in topic.partitions)
+        # No append while waiting: the answer collected before the wait, as _serve answers then.
+        if keys and await broker.wait_for_append(keys, deadline):
+            return None, denied
+    for plog in served:  # Kafka's TotalFetchRequestsPerSec, for the answer sent
+        plog.counters.fetch_requests += 1
+    read_committed = fast.isolation_level == READ_COMMITTED
+    return encode_empty_fetch_response(ctx.version, ctx.header.correlation_id, topics, read_committed), denied
+
+
+async def _serve(ctx, request, deadline: float | None, denied: set[str] | None, *, quiet_check: bool = True) -> list[Chunk]:
+    """The general path: sessions, reads, errors. ``deadline`` and ``denied`` when _serve_empty already has them.
+    An incremental session with nothing new anywhere is answered without reading (``quiet_check``: the tests
+    turn it off to compare with the full pass)."""
     broker = ctx.broker
     session = broker.fetch_sessions.context(ctx.version, request)
     if session.error:
@@ -157,20 +239,27 @@ async def handle(ctx, request):
         names = [by_id.get(t.topic_id) for t in request.topics]
     else:
         names = [t.topic for t in request.topics]
-    max_wait = request.max_wait.total_seconds()
-    deadline = trio.current_time() + max_wait
+    if deadline is None:
+        deadline = trio.current_time() + request.max_wait.total_seconds()
     # KafkaApis.handleFetchRequest: a consumer needs TOPIC READ; other topics answer TOPIC_AUTHORIZATION_FAILED.
-    denied = ctx.denied_topics(Operation.READ, (n for n in names if n is not None))
+    if denied is None:
+        denied = ctx.denied_topics(Operation.READ, (n for n in names if n is not None))
     if denied:
         names = [_Denied(n) if n in denied else n for n in names]
     keys: dict[str, set[int]] | None = None  # the partitions to wake up for (by topic), once a wait is needed
     reads: list[tuple[PartitionLog, int]] = []
+    quiet_check = quiet_check and session.incremental and not denied
     while True:
-        cold: list[tuple[int, int, int]] = []
-        topics, total, error = _collect(ctx, request, names, reads, cold)
-        if cold:  # data to come from disk: paged in by a worker thread, then read from the cache on the loop
-            await page_in(cold)
-            topics, total, error = _collect(ctx, request, names, reads)
+        quiet = _quiet_session(broker.logs.topics, request, names) if quiet_check else None
+        if quiet is None:
+            cold: list[tuple[int, int, int]] = []
+            topics, total, error = _collect(ctx, request, names, reads, cold)
+            if cold:  # data to come from disk: paged in by a worker thread, then read from the cache on the loop
+                await page_in(cold)
+                topics, total, error = _collect(ctx, request, names, reads)
+        else:  # what _collect and response_topics would answer: no partition
+            topics, total, error = None, 0, False
+            reads[:] = [(plog, 0) for plog in quiet]
         if total >= request.min_bytes or error or trio.current_time() >= deadline:
             break
         if keys is None:
@@ -190,5 +279,29 @@ async def handle(ctx, request):
         counters.fetch_requests += 1
         if size:
             counters.bytes_out += size
-    topics = session.response_topics(topics)
+    topics = session.response_topics(topics) if topics is not None else []
     return encode_fetch_response(ctx.version, ctx.header.correlation_id, topics, session_id=session.session_id)
+
+
+def _quiet_session(infos, request, names: list[str | None]) -> list[PartitionLog] | None:
+    """The logs of an incremental session's partitions if none has news, else None: every one known, at its
+    high watermark, with the watermarks the client last got (an incremental answer then lists no partition)."""
+    quiet = []
+    note = quiet.append
+    for topic, name in zip(request.topics, names, strict=True):
+        info = infos.get(name) if name is not None else None
+        if info is None:
+            return None
+        plogs = info.partitions
+        count = len(plogs)
+        for cached in topic.partitions:
+            index = cached.partition
+            if not 0 <= index < count:
+                return None
+            plog = plogs[index]
+            high, lso, start = plog.fetch_offsets()
+            if (cached.fetch_offset != high or high != cached.high_watermark or lso != cached.last_stable_offset
+                    or start != cached.log_start_offset):
+                return None
+            note(plog)
+    return quiet

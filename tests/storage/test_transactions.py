@@ -40,6 +40,7 @@ def test_last_stable_offset_follows_the_earliest_open_transaction(open_log):
     plog.append(plain(), now_ms=NOW)  # 3
     plog.append(txn_batch(B, 0), now_ms=NOW)  # 4-5
     assert plog.last_stable_offset == 1 and plog.high_watermark == 6
+    assert plog.fetch_offsets() == (6, 1, 0)  # what a Fetch answers: high watermark, LSO, log start offset
     assert read_offsets(plog, 0, plog.last_stable_offset) == [0]
     assert read_offsets(plog, 1, plog.last_stable_offset) == []
     assert plog.append_marker(A, 0, True, now_ms=NOW).base_offset == 6
@@ -47,6 +48,7 @@ def test_last_stable_offset_follows_the_earliest_open_transaction(open_log):
     assert read_offsets(plog, 0, 4) == [0, 1, 2, 3]
     plog.append_marker(B, 0, False, now_ms=NOW)  # 7
     assert plog.last_stable_offset == plog.high_watermark == 8
+    assert plog.fetch_offsets() == (8, 8, 0)
     assert plog.aborted_transactions(0, 8) == [(B, 4)]
     assert plog.aborted_transactions(8, 8) == []  # the ABORT marker at 7 is before the fetch
     assert plog.aborted_transactions(0, 4) == []  # the transaction starts at the upper bound
