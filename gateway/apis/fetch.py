@@ -294,14 +294,14 @@ def _quiet_session(infos, request, names: list[str | None]) -> list[PartitionLog
             return None
         plogs = info.partitions
         count = len(plogs)
-        for cached in topic.partitions:
-            index = cached.partition
+        for known in topic.partitions:
+            index = known.partition
             if not 0 <= index < count:
                 return None
             plog = plogs[index]
             high, lso, start = plog.fetch_offsets()
-            if (cached.fetch_offset != high or high != cached.high_watermark or lso != cached.last_stable_offset
-                    or start != cached.log_start_offset):
+            if (known.fetch_offset != high or high != known.high_watermark or lso != known.last_stable_offset
+                    or start != known.log_start_offset):
                 return None
             note(plog)
     return quiet
