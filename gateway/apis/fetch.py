@@ -250,16 +250,7 @@ async def _serve(ctx, request, deadline: float | None, denied: set[str] | None, 
     reads: list[tuple[PartitionLog, int]] = []
     quiet_check = quiet_check and session.incremental and not denied
     while True:
-        quiet = _quiet_session(broker.logs.topics, request, names) if quiet_check else None
-        if quiet is None:
-            cold: list[tuple[int, int, int]] = []
-            topics, total, error = _collect(ctx, request, names, reads, cold)
-            if cold:  # data to come from disk: paged in by a worker thread, then read from the cache on the loop
-                await page_in(cold)
-                topics, total, error = _collect(ctx, request, names, reads)
-        else:  # what _collect and response_topics would answer: no partition
-            topics, total, error = None, 0, False
-            reads[:] = [(plog, 0) for plog in quiet]
+        topics, total, error = await _pass(ctx, request, names, reads, quiet_check)
         if total >= request.min_bytes or error or trio.current_time() >= deadline:
             break
         if keys is None:
@@ -281,6 +272,21 @@ async def _serve(ctx, request, deadline: float | None, denied: set[str] | None, 
             counters.bytes_out += size
     topics = session.response_topics(topics) if topics is not None else []
     return encode_fetch_response(ctx.version, ctx.header.correlation_id, topics, session_id=session.session_id)
+
+
+async def _pass(ctx, request, names: list[str | None], reads: list[tuple[PartitionLog, int]],
+                quiet_check: bool) -> tuple[list[FetchTopicResult] | None, int, bool]:
+    """One pass of _serve's loop: (topics, bytes found, any error), topics None for a quiet session."""
+    quiet = _quiet_session(ctx.broker.logs.topics, request, names) if quiet_check else None
+    if quiet is not None:  # what _collect and response_topics would answer: no partition
+        reads[:] = [(plog, 0) for plog in quiet]
+        return None, 0, False
+    cold: list[tuple[int, int, int]] = []
+    found = _collect(ctx, request, names, reads, cold)
+    if cold:  # data to come from disk: paged in by a worker thread, then read from the cache on the loop
+        await page_in(cold)
+        found = _collect(ctx, request, names, reads)
+    return found
 
 
 def _quiet_session(infos, request, names: list[str | None]) -> list[PartitionLog] | None:
