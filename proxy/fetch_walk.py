@@ -19,6 +19,7 @@ import struct
 
 from logway.proxy.addresses import BrokerAddressing, NodeOutOfRange
 from logway.wire.errors import MalformedRequest
+from logway.wire.protocol import write_uvarint
 
 log = logging.getLogger(__name__)
 
@@ -142,17 +143,8 @@ class FetchWalk:
 
 # --- the tail: top-level tagged fields ----------------------------------------------------------------------
 
-def _encode_uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _compact_string(raw: bytes) -> bytes:
-    return _encode_uvarint(len(raw) + 1) + raw
+    return write_uvarint(len(raw) + 1) + raw
 
 
 def rewrite_tail(tail: bytes, addressing: BrokerAddressing) -> bytes:
@@ -204,7 +196,7 @@ def _rewrite_endpoints(data: memoryview, addressing: BrokerAddressing) -> bytes:
         raise MalformedRequest("node_endpoints of a Fetch response do not parse") from None
     if pos != len(data):
         raise MalformedRequest("node_endpoints of a Fetch response have trailing bytes")
-    return _encode_uvarint(len(out) + 1) + b"".join(out)
+    return write_uvarint(len(out) + 1) + b"".join(out)
 
 
 def _fitted(fields: list[tuple[int, bytes]], size: int) -> bytes:
@@ -222,9 +214,9 @@ def _fitted(fields: list[tuple[int, bytes]], size: int) -> bytes:
 
 
 def _tagged(fields: list[tuple[int, bytes]]) -> bytes:
-    out = [_encode_uvarint(len(fields))]
+    out = [write_uvarint(len(fields))]
     for tag, data in sorted(fields, key=lambda f: f[0]):
-        out += [_encode_uvarint(tag), _encode_uvarint(len(data)), data]
+        out += [write_uvarint(tag), write_uvarint(len(data)), data]
     return b"".join(out)
 
 
