@@ -19,12 +19,12 @@ MIN_VERSION = 2
 MAX_VERSION = 9
 
 
-async def handle(ctx, request):
-    broker = ctx.broker
-    groups = broker.groups
+def offsets_to_commit(broker, topics) -> tuple[list[CommitOffset], dict[tuple[str, int], ErrorCode]]:
+    """The offsets of an OffsetCommit or TxnOffsetCommit request's partitions, and UNKNOWN_TOPIC_OR_PARTITION
+    for each partition the broker does not have (as Kafka answers them)."""
     errors: dict[tuple[str, int], ErrorCode] = {}
     offsets = []
-    for topic in request.topics:
+    for topic in topics:
         info = broker.logs.topics.get(topic.name)
         for p in topic.partitions:
             if info is None or not 0 <= p.partition_index < len(info.partitions):
@@ -34,6 +34,13 @@ async def handle(ctx, request):
                 topic.name, p.partition_index, p.committed_offset,
                 getattr(p, "committed_leader_epoch", -1), p.committed_metadata,
             ))
+    return offsets, errors
+
+
+async def handle(ctx, request):
+    broker = ctx.broker
+    groups = broker.groups
+    offsets, errors = offsets_to_commit(broker, request.topics)
     if offsets:
         retention = getattr(request, "retention_time", None)
         result = await groups.call(

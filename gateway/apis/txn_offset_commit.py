@@ -11,9 +11,8 @@ UNKNOWN_TOPIC_OR_PARTITION.
 
 from __future__ import annotations
 
-from logway.coordinator.results import CommitOffset
+from logway.gateway.apis.offset_commit import offsets_to_commit
 from logway.gateway.transactions import fenced_for_version
-from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
 API_KEY = 28
@@ -23,16 +22,7 @@ MAX_VERSION = 4
 
 async def handle(ctx, request):
     broker = ctx.broker
-    errors: dict[tuple[str, int], int] = {}
-    offsets = []
-    for topic in request.topics:
-        info = broker.logs.topics.get(topic.name)
-        for p in topic.partitions:
-            if info is None or not 0 <= p.partition_index < len(info.partitions):
-                errors[(topic.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
-            else:
-                offsets.append(CommitOffset(topic.name, p.partition_index, p.committed_offset,
-                                            getattr(p, "committed_leader_epoch", -1), p.committed_metadata))
+    offsets, errors = offsets_to_commit(broker, request.topics)
     if offsets:
         groups = broker.groups
         result = await groups.call(
