@@ -102,10 +102,9 @@ def _collect(ctx, request, names: list[str | None], reads: list[tuple[PartitionL
                 error = True
                 continue
             plog = plogs[index]
-            high = plog.high_watermark
+            high, lso_now, start_now = plog.fetch_offsets()
             if p.fetch_offset == high:  # a consumer reads up to the high watermark: nothing new here
-                add(FetchPartitionResult(index, 0, high, plog.last_stable_offset, plog.log_start_offset, b"",
-                                         [] if read_committed else None))
+                add(FetchPartitionResult(index, 0, high, lso_now, start_now, b"", [] if read_committed else None))
                 note_read((plog, 0))
                 continue
             try:
