@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -280,7 +281,10 @@ RECORDS = 12_000
 def test_dump_log_segments_reads_logways_files(gateway_process, tmp_path: Path) -> None:
     """kafka-dump-log --deep-iteration on every segment, offset index and time index Logway wrote."""
     gw = gateway_process
-    gw.extra_args = tuple(a for k, v in COMMON_CONFIG.items() for a in ("--override", f"{k}={v}"))
+    # Log maintenance every 200 ms: it writes the index entries a live segment holds in memory (Kafka's indexes
+    # are mmapped, so its live files never lag; Logway's lag by one maintenance run, at most 5 s).
+    config = {**COMMON_CONFIG, "log.retention.check.interval.ms": "200"}
+    gw.extra_args = tuple(a for k, v in config.items() for a in ("--override", f"{k}={v}"))
     gw.start()
     topic = "dumped"
     # The smallest segments Kafka allows (1 MiB) and small batches: several segments, each with index entries.
@@ -291,6 +295,7 @@ def test_dump_log_segments_reads_logways_files(gateway_process, tmp_path: Path) 
     part_dir = gw.data_dir / f"{topic}-0"
     files = sorted(p for p in part_dir.iterdir() if p.suffix in (".log", ".index", ".timeindex"))
     assert len([f for f in files if f.suffix == ".log"]) >= 3, files
+    _wait_until_unchanged(files)
     live = _dump(files)  # while Logway runs: the active segment and its indexes as they are
     gw.stop()
     out = _dump(files)
@@ -315,6 +320,19 @@ def test_dump_log_segments_reads_logways_files(gateway_process, tmp_path: Path) 
             assert base <= int(off) <= last, (path, off, pos, base, last)
             checked += 1
     assert checked, "the offset indexes are empty"
+
+
+def _wait_until_unchanged(files: list[Path], timeout: float = 10.0) -> None:
+    """Until the files' sizes are the same over a second (several log maintenance runs at 200 ms)."""
+    deadline = time.monotonic() + timeout
+    before = None
+    while time.monotonic() < deadline:
+        sizes = [f.stat().st_size for f in files]
+        if sizes == before:
+            return
+        before = sizes
+        time.sleep(1.0)
+    raise AssertionError(f"the files kept changing for {timeout} s: {files}")
 
 
 def _dump(files: list[Path]) -> str:
