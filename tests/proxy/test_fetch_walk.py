@@ -27,6 +27,7 @@ from logway.wire.errors import MalformedRequest
 from logway.wire.protocol import build, encode_body, request_type, response_type
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from bench.procs import recv_exact  # noqa: E402
 from compat_tests.kafka.wire_client import request_frame  # noqa: E402
 
 ADDRESSING = BrokerAddressing(bind_port=9192, advertised_host="gw.example", advertised_port=29192)
@@ -147,16 +148,8 @@ def test_a_tail_that_does_not_parse_to_its_end_is_malformed():
 # --- end to end: a scripted upstream broker -------------------------------------------------------------------
 
 def _read(sock: socket.socket) -> bytes:
-    def exact(n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = sock.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("closed")
-            out += chunk
-        return out
-
-    return exact(struct.unpack(">i", exact(4))[0])
+    """One whole frame's bytes after its size prefix."""
+    return recv_exact(sock, struct.unpack(">i", recv_exact(sock, 4))[0])
 
 
 def _frame(api_key: int, version: int, fields: dict, correlation_id: int) -> bytes:

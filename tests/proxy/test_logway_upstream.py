@@ -16,6 +16,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic as KpNewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from bench.procs import recv_exact  # noqa: E402
 from compat_tests.kafka.wire_client import request_frame  # noqa: E402
 from logway.proxy.frames import decode_response  # noqa: E402
 from logway.wire.protocol import build, encode_body, request_type  # noqa: E402
@@ -84,17 +85,8 @@ def _frame(api_key: int, version: int, fields: dict, correlation_id: int) -> byt
 
 
 def _read(sock: socket.socket) -> bytes:
-    def exact(n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = sock.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("closed")
-            out += chunk
-        return out
-
-    (size,) = struct.unpack(">i", exact(4))
-    return exact(size)
+    """One whole frame's bytes after its size prefix."""
+    return recv_exact(sock, struct.unpack(">i", recv_exact(sock, 4))[0])
 
 
 def test_pipelined_requests_with_repeated_correlation_ids_are_answered_in_order(proxy, logway_upstream):
