@@ -47,6 +47,7 @@ _READ_AHEAD = 64 * 1024
 _COALESCE = 64 * 1024
 # At most this many responses are held back for one send while pipelined Produce requests follow (see _hold).
 _MAX_HELD = 64
+_PRIVATE_ANONYMOUS = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
 _PRODUCE = 0  # api key (low byte; the high byte is 0)
 _HELD_CLOSE_TIMEOUT_S = 1.0
 
@@ -228,9 +229,10 @@ class Connection:
         if size == len(self.buf):
             self.buf[:pending] = bytes(self.view[self.start : self.end])  # regions may overlap
         else:
-            # A grown buffer is an anonymous mapping: pages cost memory only once bytes are received into
-            # them, and go back to the system as soon as the buffer is dropped.
-            buf = bytearray(size) if size <= _BASE_BUFFER else mmap.mmap(-1, size)
+            # A grown buffer is a private anonymous mapping: pages cost memory only once bytes are received
+            # into them, and go back to the system as soon as the buffer is dropped. (mmap.mmap(-1, n) alone
+            # is MAP_SHARED, backed by shmem: its page faults and munmap cost more.)
+            buf = bytearray(size) if size <= _BASE_BUFFER else mmap.mmap(-1, size, flags=_PRIVATE_ANONYMOUS)
             buf[:pending] = self.view[self.start : self.end]
             if size < len(self.buf):
                 self.memory.release(len(self.buf) - size)

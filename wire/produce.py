@@ -22,6 +22,7 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _ACKS_TIMEOUT = struct.Struct(">hi")
 _PARTITION_HEAD = struct.Struct(">ihqq")  # index, error_code, base_offset, log_append_time
+_PARTITION_V5 = struct.Struct(">ihqqq")  # the same and log_start_offset (v5+)
 
 
 @dataclass(slots=True)
@@ -45,90 +46,81 @@ class ProduceRequest:
     topics: list[ProduceTopic]
 
 
-class _Cursor:
-    __slots__ = ("buf", "pos", "flexible")
+def _length(buf: memoryview, pos: int, flexible: bool, wide: bool, nullable: bool, what: str) -> tuple[int, int]:
+    """Length of a string/bytes/array (int16 or int32 wide, or compact) and the position after it; -1 for null.
 
-    def __init__(self, buf: memoryview, pos: int, flexible: bool) -> None:
-        self.buf = buf
-        self.pos = pos
-        self.flexible = flexible
-
-    def need(self, n: int) -> None:
-        if n < 0 or self.pos + n > len(self.buf):
+    Like Kafka's generated reader, a null for a field that is not nullable, or any other negative
+    length, makes the request malformed.
+    """
+    if flexible:
+        n, pos = read_uvarint(buf, pos)
+        n -= 1
+    else:
+        width = 4 if wide else 2
+        if pos + width > len(buf):
             raise MalformedRequest("produce request truncated")
+        n = (_I32 if wide else _I16).unpack_from(buf, pos)[0]
+        pos += width
+    if n < 0 and (n != -1 or not nullable):
+        raise MalformedRequest(f"produce request: {what} has length {n}")
+    return n, pos
 
-    def i32(self) -> int:
-        self.need(4)
-        (v,) = _I32.unpack_from(self.buf, self.pos)
-        self.pos += 4
-        return v
 
-    def length(self, width: int, nullable: bool, what: str) -> int:
-        """Length of a string/bytes/array (int16 or int32 wide, or compact); -1 for null where allowed.
-
-        Like Kafka's generated reader, a null for a field that is not nullable, or any other negative
-        length, makes the request malformed.
-        """
-        if self.flexible:
-            n, self.pos = read_uvarint(self.buf, self.pos)
-            n -= 1
-        elif width == 2:
-            self.need(2)
-            (n,) = _I16.unpack_from(self.buf, self.pos)
-            self.pos += 2
-        else:
-            n = self.i32()
-        if n < 0 and (n != -1 or not nullable):
-            raise MalformedRequest(f"produce request: {what} has length {n}")
-        return n
-
-    def string(self, nullable: bool, what: str) -> str | None:
-        n = self.length(2, nullable, what)
-        if n < 0:
-            return None
-        self.need(n)
-        s = bytes(self.buf[self.pos : self.pos + n]).decode("utf-8", "replace")
-        self.pos += n
-        return s
-
-    def tags(self) -> None:
-        if self.flexible:
-            self.pos = skip_tagged_fields(self.buf, self.pos)
+def _read_string(buf: memoryview, pos: int, flexible: bool, nullable: bool, what: str) -> tuple[str | None, int]:
+    n, pos = _length(buf, pos, flexible, False, nullable, what)
+    if n < 0:
+        return None, pos
+    if pos + n > len(buf):
+        raise MalformedRequest("produce request truncated")
+    return str(buf[pos : pos + n], "utf-8", "replace"), pos + n
 
 
 def decode_produce_request(frame: bytearray | memoryview, pos: int, version: int) -> ProduceRequest:
-    """Decode the body at ``pos``; each partition's records is a view into ``frame``."""
-    c = _Cursor(memoryview(frame), pos, version >= 9)
-    transactional_id = c.string(True, "transactional_id")
-    c.need(6)
-    acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(c.buf, c.pos)
-    c.pos += 6
+    """Decode the body at ``pos``; each partition's records is a view into ``frame``.
+
+    Straight-line reads with the position in a local (the produce hot path: a method call per field cost
+    about a tenth of a small request's handling).
+    """
+    buf = memoryview(frame)
+    flexible = version >= 9
+    transactional_id, pos = _read_string(buf, pos, flexible, True, "transactional_id")
+    if pos + 6 > len(buf):
+        raise MalformedRequest("produce request truncated")
+    acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(buf, pos)
+    pos += 6
     topics = []
-    n_topics = c.length(4, False, "topic_data")
+    n_topics, pos = _length(buf, pos, flexible, True, False, "topic_data")
     for _ in range(n_topics):
         name: str | None = None
         topic_id = None
         if version >= 13:
-            c.need(16)
-            topic_id = uuid.UUID(bytes=bytes(c.buf[c.pos : c.pos + 16]))
-            c.pos += 16
+            if pos + 16 > len(buf):
+                raise MalformedRequest("produce request truncated")
+            topic_id = uuid.UUID(bytes=bytes(buf[pos : pos + 16]))
+            pos += 16
         else:
-            name = c.string(False, "topic name")
+            name, pos = _read_string(buf, pos, flexible, False, "topic name")
         partitions = []
-        n_parts = c.length(4, False, "partition_data")
+        n_parts, pos = _length(buf, pos, flexible, True, False, "partition_data")
         for _ in range(n_parts):
-            index = c.i32()
-            size = c.length(4, True, "records")
+            if pos + 4 > len(buf):
+                raise MalformedRequest("produce request truncated")
+            index = _I32.unpack_from(buf, pos)[0]
+            size, pos = _length(buf, pos + 4, flexible, True, True, "records")
             records = None
             if size >= 0:
-                c.need(size)
-                records = c.buf[c.pos : c.pos + size]
-                c.pos += size
-            c.tags()
+                if pos + size > len(buf):
+                    raise MalformedRequest("produce request truncated")
+                records = buf[pos : pos + size]
+                pos += size
+            if flexible:
+                pos = skip_tagged_fields(buf, pos)
             partitions.append(ProducePartition(index, records))
-        c.tags()
+        if flexible:
+            pos = skip_tagged_fields(buf, pos)
         topics.append(ProduceTopic(name, topic_id, partitions))
-    c.tags()
+    if flexible:
+        pos = skip_tagged_fields(buf, pos)
     return ProduceRequest(transactional_id, acks, timeout_ms, topics)
 
 
@@ -169,10 +161,15 @@ def encode_produce_response(
         _string(out, name, flexible)
         out += write_uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions))
         for p in partitions:
-            out += _PARTITION_HEAD.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms)
             if version >= 5:
-                out += _I64.pack(p.log_start_offset)
+                out += _PARTITION_V5.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms, p.log_start_offset)
+            else:
+                out += _PARTITION_HEAD.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms)
             if version >= 8:
+                if not p.record_errors and p.error_message is None:
+                    # No record errors, no message (every accepted batch): an empty array and a null string.
+                    out += b"\x01\x00\x00" if flexible else b"\x00\x00\x00\x00\xff\xff"
+                    continue
                 count = len(p.record_errors)
                 out += write_uvarint(count + 1) if flexible else _I32.pack(count)
                 for index, message in p.record_errors:

@@ -90,14 +90,17 @@ def _check_transactional(ctx, transactional_id: str | None, topic: str, index: i
 
 
 async def handle(ctx, _request):
-    request = decode_produce_request(ctx.frame, ctx.body_pos, ctx.version)
-    broker = ctx.broker
+    version = ctx.header.api_version
+    request = decode_produce_request(ctx.frame, ctx.body_pos, version)
+    broker = ctx.connection.broker
     acks = request.acks
     topics_out = []
     failures = []
     now = now_ms()
     # KafkaApis.handleProduceRequest: TOPIC WRITE per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
-    denied = ctx.denied_topics(Operation.WRITE, (t.name or "" for t in request.topics))
+    denied = None
+    if broker.authorizer is not None:
+        denied = ctx.denied_topics(Operation.WRITE, (t.name or "" for t in request.topics))
     for topic in request.topics:
         name = topic.name or ""
         partitions_out = []
@@ -111,7 +114,7 @@ async def handle(ctx, _request):
                 partitions_out.append(ProducePartitionResult(part.index, ErrorCode.invalid_required_acks))
                 continue
             try:
-                _check_one_v2_batch(part.records, ctx.version)
+                _check_one_v2_batch(part.records, version)
                 _check_transactional(ctx, request.transactional_id, name, part.index, part.records)
                 plog = broker.partition(name, part.index)
                 plog.counters.produce_requests += 1
@@ -129,7 +132,7 @@ async def handle(ctx, _request):
             except RecordErrors as exc:
                 # v8+: name the offending records, off the event loop (it reads every record of the batch).
                 named = ()
-                if ctx.version >= 8:
+                if version >= 8:
                     await ctx.connection.send_held()
                     named = await trio.to_thread.run_sync(exc.name_records)
                 partitions_out.append(ProducePartitionResult(part.index, exc.error_code,
@@ -155,4 +158,4 @@ async def handle(ctx, _request):
             name, index, exc = failures[0]
             raise MalformedRequest(f"acks=0 produce to {name}-{index} failed: {exc}")
         return None
-    return [encode_produce_response(ctx.version, ctx.header.correlation_id, topics_out)]
+    return [encode_produce_response(version, ctx.header.correlation_id, topics_out)]
