@@ -30,6 +30,8 @@ class LoadRun:
     machine_busy_s: float
 
     clients_cpu_s: float
+    # The broker's stime in the same window (its kernel work: syscalls, page faults), part of broker_cpu_s.
+    broker_kernel_s: float = 0.0
 
     @property
     def other_cores(self) -> float:
@@ -102,15 +104,23 @@ def run_load(broker: Broker, specs: list[dict], timeout: float = 300.0) -> LoadR
         # and exited stays readable as a zombie until finish() reaps it.
         clients0 = sum(cpu_seconds(child.proc.pid) for child in children)
         cpu0, busy0, t0 = broker.cpu_seconds(), machine_busy_s(), time.monotonic()
+        kernel0 = kernel_seconds(broker.pid)
         for child in children:
             child.go()
         deadline = t0 + timeout + 60
         results = [json.loads(child.expect("RESULT", deadline)) for child in children]
         cpu1, busy1, t1 = broker.cpu_seconds(), machine_busy_s(), time.monotonic()
+        kernel1 = kernel_seconds(broker.pid)
         clients1 = sum(cpu_seconds(child.proc.pid) for child in children)
     finally:
         for child in children:
             if child.proc.poll() is None and child.proc.stdin is not None:
                 child.proc.stdin.close()
             child.finish()
-    return LoadRun(results, cpu1 - cpu0, t1 - t0, busy1 - busy0, clients1 - clients0)
+    return LoadRun(results, cpu1 - cpu0, t1 - t0, busy1 - busy0, clients1 - clients0, kernel1 - kernel0)
+
+
+def kernel_seconds(pid: int) -> float:
+    """stime of a process (kernel time: syscalls, page faults), from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[12]) / CLK_TCK
