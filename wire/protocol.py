@@ -103,6 +103,7 @@ def _writer(cls: type):
     return entity_writer(cls)
 
 
+@cache  # asked once per request (body_offset): one dict lookup instead of a schema lookup and an attribute
 def is_flexible(api_key: int, version: int) -> bool:
     return bool(request_type(api_key, version).__flexible__)
 
@@ -120,7 +121,7 @@ def decode_request_header(frame: bytes | bytearray | memoryview) -> tuple[Reques
     if client_len >= 0:
         if pos + client_len > len(frame):
             raise MalformedRequest("client id runs past the request")
-        client_id = bytes(frame[pos : pos + client_len]).decode("utf-8", "replace")
+        client_id = str(frame[pos : pos + client_len], "utf-8", "replace")
         pos += client_len
     return RequestHeader(api_key, api_version, correlation_id, client_id), pos
 
