@@ -31,16 +31,29 @@ SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 CLIENT_ID = "logway-proxy"
 
 
-async def send_parts(sock: trio.socket.SocketType, parts: list) -> None:
-    """Send every byte of ``parts`` with sendmsg (gather I/O: no copy to join them)."""
+async def send_parts(sock: socket.socket, parts: list) -> None:
+    """Send every byte of ``parts`` on a non-blocking socket with sendmsg (gather I/O: no copy to join them)."""
     views = [memoryview(p).cast("B") for p in parts]
     while views:
-        sent = await sock.sendmsg(views)
+        try:
+            sent = sock.sendmsg(views)
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(sock)
+            continue
         while sent:
             if sent >= len(views[0]):
                 sent -= len(views.pop(0))
             else:
                 views[0], sent = views[0][sent:], 0
+    await trio.lowlevel.checkpoint_if_cancelled()
+
+
+def _plain_socket(stream: trio.SocketStream) -> socket.socket:
+    """The stream's TCP socket as a plain non-blocking socket: the proxy's hot path sends and receives on it
+    directly, as the gateway does on client sockets (trio's stream wrappers cost more than the syscall)."""
+    sock = socket.socket(fileno=stream.socket.detach())
+    sock.setblocking(False)
+    return sock
 
 
 class UpstreamError(Exception):
@@ -54,8 +67,11 @@ class UpstreamAuthenticationError(UpstreamError):
 class Upstream:
     """A connected, authenticated upstream connection and the API ranges its broker answered."""
 
-    def __init__(self, stream: trio.abc.Stream, address: tuple[str, int], node_id: int | None) -> None:
-        self.stream = stream
+    def __init__(self, stream: trio.abc.Stream | socket.socket, address: tuple[str, int],
+                 node_id: int | None) -> None:
+        # A plain connection is a non-blocking socket used directly; a TLS one a trio.SSLStream.
+        self.sock = stream if isinstance(stream, socket.socket) else None
+        self.stream = None if self.sock is not None else stream
         self.address = address
         self.node_id = node_id
         self.ranges: Ranges = {}
@@ -81,7 +97,9 @@ class Upstream:
                     stream = trio.SSLStream(stream, security.ssl_context,
                                             server_hostname=address[0] if security.check_hostname else None)
                     await stream.do_handshake()
-                upstream = cls(stream, address, node_id)
+                    upstream = cls(stream, address, node_id)
+                else:
+                    upstream = cls(_plain_socket(stream), address, node_id)
                 try:
                     await upstream._api_versions()
                     if security.sasl:
@@ -148,10 +166,10 @@ class Upstream:
         """Send one frame (without its size prefix): a small one copied behind its prefix, a large one with
         its prefix in one sendmsg (not a 4-byte packet of its own)."""
         try:
-            if len(frame) <= _SMALL:
+            if self.sock is not None:
+                await send_parts(self.sock, [_SIZE.pack(len(frame)), frame])
+            elif len(frame) <= _SMALL:
                 await self.stream.send_all(_SIZE.pack(len(frame)) + frame)
-            elif isinstance(self.stream, trio.SocketStream):
-                await send_parts(self.stream.socket, [_SIZE.pack(len(frame)), frame])
             else:
                 await self.stream.send_all(_SIZE.pack(len(frame)))
                 await self.stream.send_all(frame)
@@ -161,7 +179,10 @@ class Upstream:
     async def send_raw(self, data: bytes | memoryview) -> None:
         """Send bytes as they are (the head of a frame whose rest is spliced to ``socket``)."""
         try:
-            await self.stream.send_all(data)
+            if self.sock is not None:
+                await send_parts(self.sock, [data])
+            else:
+                await self.stream.send_all(data)
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise UpstreamError(f"{self}: send failed: {exc}") from None
 
@@ -192,9 +213,9 @@ class Upstream:
     # --- streaming a frame (proxy/session.py sends a large one on while it arrives) -----------------------
 
     @property
-    def socket(self) -> trio.socket.SocketType | None:
+    def socket(self) -> socket.socket | None:
         """The plain TCP socket (None over TLS: its bytes cannot be spliced)."""
-        return self.stream.socket if isinstance(self.stream, trio.SocketStream) else None
+        return self.sock
 
     async def next_frame_size(self, max_size: int) -> int:
         """The size of the next response frame (its prefix stays buffered: read_frame or take reads it)."""
@@ -226,8 +247,8 @@ class Upstream:
 
     async def _receive_into(self, view: memoryview) -> int:
         try:
-            if isinstance(self.stream, trio.SocketStream):
-                n = await self.stream.socket.recv_into(view)
+            if self.sock is not None:
+                n = await self._plain_receive(self.sock.recv_into, view)
             else:
                 data = await self.stream.receive_some(len(view))
                 n = len(data)
@@ -240,15 +261,35 @@ class Upstream:
 
     async def _fill(self, n: int, read_ahead: int = _SMALL) -> None:
         while len(self._buf) < n:
+            want = max(n - len(self._buf), read_ahead)
             try:
-                data = await self.stream.receive_some(max(n - len(self._buf), read_ahead))
+                if self.sock is not None:
+                    data = await self._plain_receive(self.sock.recv, want)
+                else:
+                    data = await self.stream.receive_some(want)
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                 raise UpstreamError(f"{self}: receive failed: {exc}") from None
             if not data:
                 raise UpstreamError(f"{self} closed the connection")
             self._buf += data
 
+    async def _plain_receive(self, receive, arg):
+        """``receive(arg)`` on the plain socket, waiting for bytes as long as there are none. Only a
+        cancellation point when bytes were there at once: the caller's task yields when it next waits."""
+        while True:
+            try:
+                got = receive(arg)
+                break
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(self.sock)
+        await trio.lowlevel.checkpoint_if_cancelled()
+        return got
+
     async def aclose(self) -> None:
+        if self.sock is not None:
+            trio.lowlevel.notify_closing(self.sock)
+            self.sock.close()
+            return
         with trio.CancelScope(shield=True):
             try:
                 await trio.aclose_forcefully(self.stream)
