@@ -75,6 +75,7 @@ _STREAM_REQUEST_FROM = _SMALL  # Produce requests at least this large are stream
 _HEAD_READ = 16 * 1024  # the first receive of a request (a small one whole, a large one's head)
 _REQUEST_HEAD = 1024  # ... once this much of them is buffered (the header, transactional id and acks)
 _IOV_MAX = 512  # buffers per sendmsg (Linux allows 1024)
+_COALESCE = 64 * 1024  # small responses already received are sent together up to this many bytes
 _MAX_TAIL = 1024 * 1024  # the most a Fetch response's top-level tagged fields may take
 
 
@@ -328,22 +329,70 @@ class ProxySession:
     # --- responses (the writer task) -------------------------------------------------------------------
 
     async def _write_responses(self) -> None:
+        """Answer the queued requests in order. Small responses go out together: while the next request's
+        response is already whole in the upstream buffer (a pipelining client), it joins the same send
+        (no waiting while responses are held: only bytes already received are added)."""
+        out: list[bytes] = []
         try:
             async for pending in self._queue_out:
-                if pending.answer is not None:
-                    await self.send_all(pending.answer)
-                else:
-                    await self._relay(pending)
+                await self._respond(pending, out)
+                while out and len(out) < _IOV_MAX - 2 and self._held_size(out) < _COALESCE and self._next_buffered():
+                    try:
+                        pending = self._queue_out.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                    await self._respond(pending, out)
+                if out:
+                    await self._flush(out)
         except (UpstreamError, MalformedRequest) as exc:
+            await self._flush_quietly(out)
             log.info("closing connection from %s: %s", self.peer, exc)
             self._close_client()
         except OSError:
             self._close_client()
         except Exception:  # a bug: log it with its traceback; only this connection closes
+            await self._flush_quietly(out)
             log.exception("closing connection from %s after an internal error", self.peer)
             self._close_client()
 
-    async def _relay(self, pending: Pending) -> None:
+    async def _flush_quietly(self, out: list[bytes]) -> None:
+        """Before closing the client connection: the responses held for it still go out (they were complete,
+        as they would have been sent one by one), within a second."""
+        if not out:
+            return
+        with trio.move_on_after(1.0):
+            try:
+                await self._flush(out)
+            except OSError:
+                pass
+
+    async def _respond(self, pending: Pending, out: list[bytes]) -> None:
+        """``pending``'s answer: a small one appended to ``out`` (sent by the caller), a large one sent (after
+        ``out``)."""
+        if pending.answer is not None:
+            out.append(pending.answer)
+        else:
+            await self._relay(pending, out)
+
+    def _next_buffered(self) -> bool:
+        """Whether the upstream's next response is already whole in its buffer (taking it cannot wait)."""
+        upstream = self.upstream
+        return upstream is not None and upstream.whole_frame_size(self.broker.config.socket_request_max_bytes) \
+            is not None
+
+    @staticmethod
+    def _held_size(out: list[bytes]) -> int:
+        return sum(len(b) for b in out)
+
+    async def _flush(self, out: list[bytes]) -> None:
+        """Send the held responses in one send (gather I/O on a plain socket) and clear ``out``."""
+        if isinstance(self.sock, ssl.SSLSocket):
+            await self.send_all(b"".join(out))
+        else:
+            await self._send_parts(out)
+        out.clear()
+
+    async def _relay(self, pending: Pending, out: list[bytes]) -> None:
         """Read the upstream's response to ``pending`` and send it on; a large one's buffer is taken from the
         shared budget (queued.max.request.bytes, as the gateway's request buffers) until it is sent."""
         reserved = 0
@@ -354,22 +403,29 @@ class ProxySession:
             reserved = size
 
         try:
-            await self._relay_within(pending, reserve)
+            await self._relay_within(pending, reserve, out)
         finally:
             if reserved:
                 self.memory.release(reserved)
 
-    async def _relay_within(self, pending: Pending, reserve) -> None:
+    async def _relay_within(self, pending: Pending, reserve, out: list[bytes]) -> None:
         upstream = self.upstream
+        limit = self.broker.config.socket_request_max_bytes
         frame = None
         streamed = False
-        with trio.move_on_after(self.broker.proxy.request_timeout):
-            size = await upstream.next_frame_size(self.broker.config.socket_request_max_bytes)
-            if self._streamable(pending, size):
-                streamed = True
-            else:
-                frame = await upstream.read_frame(self.broker.config.socket_request_max_bytes, reserve)
+        size = upstream.whole_frame_size(limit)
+        if size is not None and size <= _SMALL:  # received already: taking it cannot wait (no timeout needed)
+            frame = await upstream.read_frame(limit, reserve)
+        else:
+            with trio.move_on_after(self.broker.proxy.request_timeout):
+                size = await upstream.next_frame_size(limit)
+                if self._streamable(pending, size):
+                    streamed = True
+                else:
+                    frame = await upstream.read_frame(limit, reserve)
         if streamed:
+            if out:
+                await self._flush(out)
             await self._stream(pending, size)
             return
         if frame is None:
@@ -389,8 +445,11 @@ class ProxySession:
         else:
             set_response_correlation_id(frame, pending.client_correlation_id)
         if len(frame) <= _SMALL:
-            await self.send_all(SIZE.pack(len(frame)) + frame)
+            out.append(SIZE.pack(len(frame)))
+            out.append(frame)
         else:
+            if out:
+                await self._flush(out)
             await self._send_large(frame)
 
     async def _send_large(self, frame: bytes | bytearray) -> None:

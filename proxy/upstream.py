@@ -225,6 +225,13 @@ class Upstream:
             raise UpstreamError(f"{self}: response frame of {size} bytes (limit {max_size})")
         return size
 
+    def whole_frame_size(self, max_size: int) -> int | None:
+        """The size of the next response frame if all of it is buffered already, else None."""
+        if len(self._buf) < 4:
+            return None
+        (size,) = _SIZE.unpack_from(self._buf, 0)
+        return size if 4 <= size <= max_size and len(self._buf) >= 4 + size else None
+
     @property
     def buffered(self) -> int:
         """Bytes received and not yet taken."""

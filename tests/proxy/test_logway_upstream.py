@@ -107,6 +107,40 @@ def test_pipelined_requests_with_repeated_correlation_ids_are_answered_in_order(
         assert [(b.node_id, b.port) for b in brokers] == [(1, proxy.node_port(1))]
 
 
+def test_many_pipelined_small_requests_are_answered_in_order_with_their_offsets(proxy, logway_upstream, topic_name):
+    """A client that pipelines hundreds of small requests: the proxy sends the responses already received
+    together, and each still arrives once, in request order, with the client's correlation id; the proxy's own
+    ApiVersions answers keep their place between upstream answers, and the Produce offsets are consecutive."""
+    from logway.wire.records import build_batch
+
+    admin = AdminClient({"bootstrap.servers": proxy.bootstrap})
+    for future in admin.create_topics([NewTopic(topic_name, 1, 1)]).values():
+        future.result(15)
+    software = {"client_software_name": "t", "client_software_version": "1"}
+    frames, expected = [], []
+    for n in range(300):
+        if n % 50 == 25:
+            frames.append(_frame(18, 3, software, 10_000 + n))
+            expected.append((10_000 + n, None))
+        frames.append(_frame(0, 9, {"transactional_id": None, "acks": 1, "timeout": 10_000, "topic_data": [
+            {"name": topic_name, "partition_data": [{"index": 0, "records": build_batch([(None, b"v%d" % n, ())])}]}]},
+            n))
+        expected.append((n, "produce"))
+    with socket.create_connection(("127.0.0.1", proxy.node_port(1)), timeout=20) as sock:
+        sock.sendall(b"".join(frames))
+        answers = [_read(sock) for _ in expected]
+    assert [struct.unpack_from(">i", a)[0] for a in answers] == [cid for cid, _ in expected]
+    offsets = []
+    for answer, (_, kind) in zip(answers, expected, strict=True):
+        if kind == "produce":
+            partition = decode_response(0, 9, answer).responses[0].partition_responses[0]
+            assert partition.error_code == 0
+            offsets.append(partition.base_offset)
+        else:
+            assert decode_response(18, 3, answer).error_code == 0
+    assert offsets == list(range(300))
+
+
 def test_unknown_api_key_closes_the_connection_with_a_log_line(proxy):
     with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
         sock.sendall(struct.pack(">ihhih", 10, 999, 0, 5, -1))
