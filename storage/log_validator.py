@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from logway.storage.config import LogConfig
 from logway.storage.errors import CorruptRecord, InvalidRecord, InvalidTimestamp, RecordTooLarge
 from logway.wire.batch import NO_PRODUCER_ID, BatchHeader, CorruptBatch, compute_crc, iter_headers, validate_batch
-from logway.wire.batch_validation import MalformedRecords, RecordsSummary, validate_records
+from logway.wire.batch_validation import MalformedRecords, RecordsSummary, check_batch, summarize, validate_records
 from logway.wire.records import decode_batch, rebuild_batch
 
 NO_TIMESTAMP = -1
@@ -53,10 +53,14 @@ def validate_batches(
 def _validate_one(
     view: memoryview, pos: int, config: LogConfig, now_ms: int, topic_partition: str, coordinator: bool = False
 ) -> ValidBatch:
-    try:
-        header = validate_batch(view, pos, check_crc=False)
-    except CorruptBatch as e:
-        raise CorruptRecord(str(e)) from None
+    scanned = check_batch(view, pos)  # the usual batch: header and records read in one call
+    if scanned is None:
+        try:
+            header = validate_batch(view, pos, check_crc=False)
+        except CorruptBatch as e:
+            raise CorruptRecord(str(e)) from None
+    else:
+        header = BatchHeader(*scanned[0])
     if header.base_offset != 0:
         raise InvalidRecord(f"The baseOffset of the record batch in the append to {topic_partition} should be 0, "
                             f"but it is {header.base_offset}")
@@ -73,12 +77,15 @@ def _validate_one(
     if header.producer_id != NO_PRODUCER_ID and header.base_sequence < 0 and not coordinator:
         raise InvalidRecord(f"Invalid sequence number {header.base_sequence} in record batch with producerId "
                             f"{header.producer_id} in topic partition {topic_partition}")
-    try:
-        records = validate_records(view, pos, header)
-    except MalformedRecords as e:  # Kafka's InvalidRecordException from the record iterator
-        raise InvalidRecord(f"{e} in topic partition {topic_partition}") from None
-    except CorruptBatch as e:
-        raise CorruptRecord(f"{e} in topic partition {topic_partition}") from None
+    if scanned is None:
+        try:
+            records = validate_records(view, pos, header)
+        except MalformedRecords as e:  # Kafka's InvalidRecordException from the record iterator
+            raise InvalidRecord(f"{e} in topic partition {topic_partition}") from None
+        except CorruptBatch as e:
+            raise CorruptRecord(f"{e} in topic partition {topic_partition}") from None
+    else:
+        records = summarize(header, *scanned[1:])
     try:
         _check_timestamps(header, records, config, now_ms)
     except InvalidTimestamp as e:

@@ -455,6 +455,8 @@ class PartitionLog:
     ) -> tuple[memoryview, list[ValidBatch]]:
         """Key checks of a compacted topic and recompression to the topic's compression.type (LogValidator)."""
         cfg = self.config
+        if cfg.compression_type == "producer" and not cfg.compact_enabled:  # the default: bytes kept as sent
+            return view, batches
         codec = codec_for_compression_type(cfg.compression_type)
         if not cfg.compact_enabled and codec is None:
             return view, batches
@@ -468,11 +470,11 @@ class PartitionLog:
 
     def _find_duplicate(self, batches: list[ValidBatch]) -> AppendResult | None:
         """An idempotent producer's retry of batches already in the log: their original offsets."""
-        idempotent = [
-            (h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence)
-            for h in (batch.header for batch in batches)
-            if h.producer_id != NO_PRODUCER_ID
-        ]
+        idempotent = []
+        for batch in batches:
+            h = batch.header
+            if h.producer_id != NO_PRODUCER_ID:
+                idempotent.append((h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence))
         if not idempotent:
             return None
         duplicate = self._producers.check(idempotent)

@@ -42,9 +42,10 @@ from logway.wire import compression as codecs
 from logway.wire.batch import BATCH_HEADER_SIZE, COMPRESSION_MASK, TIMESTAMP_TYPE_MASK, BatchHeader, CorruptBatch
 
 try:
+    from logway.wire._batch_scan import check_batch as _check_batch_c
     from logway.wire._batch_scan import scan_records as _scan_records_c
 except ImportError:  # no compiler when the package was installed: the Python loop does the same checks
-    _scan_records_c = None
+    _scan_records_c = _check_batch_c = None
 
 NO_TIMESTAMP = -1
 _INT64_MIN = -(2**63)
@@ -86,6 +87,11 @@ def validate_records(
     error, timestamped, low, high, null_keys = scan_records(data, header.records_count, header.base_timestamp)
     if error is not None:
         raise MalformedRecords(error)
+    return summarize(header, timestamped, low, high, null_keys)
+
+
+def summarize(header: BatchHeader, timestamped: int, low: int, high: int, null_keys: int) -> RecordsSummary:
+    """The summary of a batch's records from a scan that found them well formed."""
     if header.attributes & TIMESTAMP_TYPE_MASK:
         # Every record of a LogAppendTime batch reads as the batch's maxTimestamp (DefaultRecordBatch).
         stamp = header.max_timestamp
@@ -100,6 +106,16 @@ def scan_records(data: bytes | bytearray | memoryview, count: int, base_timestam
     if _scan_records_c is not None:
         return _scan_records_c(data, count, base_timestamp)
     return scan_records_py(data, count, base_timestamp)
+
+
+def check_batch(buf: bytes | bytearray | memoryview, pos: int) -> tuple[tuple, int, int, int, int] | None:
+    """The common case in one call (the C helper): for an uncompressed v2 batch at ``pos`` that is well framed and
+    whose records scan cleanly, ``(header fields, timestamped, min_ts, max_ts, null_keys)`` as `parse_header` and
+    `scan_records` would give them; None for anything else (or without the helper), which then takes
+    `validate_batch` and `validate_records`: they find and name the problem. The CRC is left to the caller."""
+    if _check_batch_c is None:
+        return None
+    return _check_batch_c(buf, pos)
 
 
 def has_compiled_scanner() -> bool:

@@ -79,48 +79,74 @@ def decode_produce_request(frame: bytearray | memoryview, pos: int, version: int
     """Decode the body at ``pos``; each partition's records is a view into ``frame``.
 
     Straight-line reads with the position in a local (the produce hot path: a method call per field cost
-    about a tenth of a small request's handling).
+    about a tenth of a small request's handling). In flexible versions a one-byte length or count and an empty
+    tagged-field section, what every client sends, are read in place; anything else goes through `_length` and
+    `skip_tagged_fields`, which check it as Kafka's generated reader does.
     """
     buf = memoryview(frame)
+    end = len(buf)
     flexible = version >= 9
-    transactional_id, pos = _read_string(buf, pos, flexible, True, "transactional_id")
-    if pos + 6 > len(buf):
+    if flexible and pos < end and buf[pos] == 0:  # a null transactional id, in one byte
+        transactional_id = None
+        pos += 1
+    else:
+        transactional_id, pos = _read_string(buf, pos, flexible, True, "transactional_id")
+    if pos + 6 > end:
         raise MalformedRequest("produce request truncated")
     acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(buf, pos)
     pos += 6
     topics = []
-    n_topics, pos = _length(buf, pos, flexible, True, False, "topic_data")
+    if flexible and pos < end and 0 < buf[pos] < 0x80:
+        n_topics = buf[pos] - 1
+        pos += 1
+    else:
+        n_topics, pos = _length(buf, pos, flexible, True, False, "topic_data")
     for _ in range(n_topics):
         name: str | None = None
         topic_id = None
         if version >= 13:
-            if pos + 16 > len(buf):
+            if pos + 16 > end:
                 raise MalformedRequest("produce request truncated")
             topic_id = uuid.UUID(bytes=bytes(buf[pos : pos + 16]))
             pos += 16
+        elif flexible and pos < end and 1 < buf[pos] < 0x80:  # a short topic name, in a one-byte length
+            n = buf[pos] - 1
+            pos += 1
+            if pos + n > end:
+                raise MalformedRequest("produce request truncated")
+            name = str(buf[pos : pos + n], "utf-8", "replace")
+            pos += n
         else:
             name, pos = _read_string(buf, pos, flexible, False, "topic name")
         partitions = []
-        n_parts, pos = _length(buf, pos, flexible, True, False, "partition_data")
+        if flexible and pos < end and 0 < buf[pos] < 0x80:
+            n_parts = buf[pos] - 1
+            pos += 1
+        else:
+            n_parts, pos = _length(buf, pos, flexible, True, False, "partition_data")
         for _ in range(n_parts):
-            if pos + 4 > len(buf):
+            if pos + 4 > end:
                 raise MalformedRequest("produce request truncated")
             index = _I32.unpack_from(buf, pos)[0]
-            size, pos = _length(buf, pos + 4, flexible, True, True, "records")
+            if flexible:  # a compact nullable length: never below -1
+                size, pos = read_uvarint(buf, pos + 4)
+                size -= 1
+            else:
+                size, pos = _length(buf, pos + 4, flexible, True, True, "records")
             records = None
             if size >= 0:
-                if pos + size > len(buf):
+                if pos + size > end:
                     raise MalformedRequest("produce request truncated")
                 records = buf[pos : pos + size]
                 pos += size
             if flexible:
-                pos = skip_tagged_fields(buf, pos)
+                pos = pos + 1 if pos < end and buf[pos] == 0 else skip_tagged_fields(buf, pos)
             partitions.append(ProducePartition(index, records))
         if flexible:
-            pos = skip_tagged_fields(buf, pos)
+            pos = pos + 1 if pos < end and buf[pos] == 0 else skip_tagged_fields(buf, pos)
         topics.append(ProduceTopic(name, topic_id, partitions))
     if flexible:
-        pos = skip_tagged_fields(buf, pos)
+        skip_tagged_fields(buf, pos)
     return ProduceRequest(transactional_id, acks, timeout_ms, topics)
 
 

@@ -57,7 +57,12 @@ def read_uvarint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, in
             raise MalformedRequest("varint longer than 5 bytes")
 
 
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
+
+
 def write_uvarint(value: int) -> bytes:
+    if 0 <= value < 0x80:  # one byte: almost every length, count and tag
+        return _ONE_BYTE[value]
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)

@@ -18,6 +18,7 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as KafkaApis.handleProduceRequest) and, a
 from __future__ import annotations
 
 import logging
+import struct
 
 import trio
 
@@ -45,19 +46,21 @@ MIN_VERSION = 3
 MAX_VERSION = 11
 RAW = True
 _MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0: the smallest batch length Kafka's iterator accepts
+_LENGTH = struct.Struct(">i")
+_MAGIC = struct.Struct(">b")
 
 
 def _check_one_v2_batch(records: memoryview | None, version: int) -> None:
     """Kafka's ProduceRequest.validateRecords (v3+) over its batch iterator: exactly one whole v2 batch per partition."""
     size = 0 if records is None else len(records)
-    batch_length = int.from_bytes(records[LENGTH_POS:LOG_OVERHEAD], "big", signed=True) if size >= LOG_OVERHEAD else 0
+    batch_length = _LENGTH.unpack_from(records, LENGTH_POS)[0] if size >= LOG_OVERHEAD else 0
     if size >= LOG_OVERHEAD and batch_length < _MIN_RECORD_OVERHEAD:  # ByteBufferLogInputStream.nextBatch
         raise KafkaError(f"Record size {batch_length} is less than the minimum record overhead ({_MIN_RECORD_OVERHEAD})",
                          ErrorCode.corrupt_message)
     if size < LOG_OVERHEAD or batch_length > size - LOG_OVERHEAD:  # no whole batch: the iterator yields none
         raise KafkaError(f"Produce requests with version {version} must have at least one record batch per partition",
                          ErrorCode.invalid_record)
-    magic = int.from_bytes(records[MAGIC_POS : MAGIC_POS + 1], "big", signed=True)
+    magic = _MAGIC.unpack_from(records, MAGIC_POS)[0]
     if not 0 <= magic <= MAGIC_V2:
         raise KafkaError(f"Invalid magic found in record: {magic}", ErrorCode.corrupt_message)
     if magic != MAGIC_V2:

@@ -12,11 +12,14 @@ from logway.wire import batch_validation, compression
 from logway.wire.batch import (
     ATTRIBUTES_POS,
     BATCH_HEADER_SIZE,
+    COMPRESSION_MASK,
     LAST_OFFSET_DELTA_POS,
     LENGTH_POS,
+    MAGIC_POS,
     RECORDS_COUNT_POS,
     CorruptBatch,
     parse_header,
+    validate_batch,
 )
 from logway.wire.batch_validation import (
     MalformedRecords,
@@ -45,6 +48,7 @@ def scanner(request, monkeypatch) -> str:
         pytest.skip("the C scanner was not built")
     if request.param == "Python":
         monkeypatch.setattr(batch_validation, "_scan_records_c", None)
+        monkeypatch.setattr(batch_validation, "_check_batch_c", None)
     return request.param
 
 
@@ -213,3 +217,56 @@ def test_c_scanner_rejects_what_is_not_a_buffer_or_int64() -> None:
         scan_c("text", 1, 0)
     with pytest.raises(OverflowError):
         scan_c(b"", 2**64, 0)
+
+
+# -- check_batch: the produce path's one call for a whole uncompressed batch --------------------------
+
+
+def _general(raw: bytes | bytearray, pos: int):
+    """What check_batch must return, from the general path: None where that path raises or would decompress."""
+    try:
+        header = validate_batch(raw, pos, check_crc=False)
+    except CorruptBatch:
+        return None
+    if header.attributes & COMPRESSION_MASK:
+        return None
+    body = memoryview(raw)[pos + BATCH_HEADER_SIZE : pos + header.size]
+    error, *summary = scan_records_py(body, header.records_count, header.base_timestamp)
+    if error is not None:
+        return None
+    return (tuple(getattr(header, f) for f in header.__slots__), *summary)
+
+
+@compiled
+@PROPERTY
+@given(records=st.lists(new_records, min_size=1, max_size=8), producer_id=st.sampled_from([-1, 0, 2**40]),
+       data=st.data())
+def test_check_batch_agrees_with_the_general_path_on_valid_and_mutated_batches(records, producer_id, data) -> None:
+    from logway.wire._batch_scan import check_batch
+
+    raw = bytearray(b"pad" + build_batch(records, producer_id=producer_id, producer_epoch=0 if producer_id >= 0 else -1,
+                                         base_sequence=3 if producer_id >= 0 else -1))
+    assert check_batch(raw, 3) == _general(raw, 3) is not None
+    for _ in range(data.draw(st.integers(1, 4), label="mutations")):
+        kind = data.draw(st.sampled_from(["flip", "cut", "insert"]), label="kind")
+        if kind == "flip" and raw:
+            raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+        elif kind == "cut":
+            del raw[data.draw(st.integers(0, len(raw))) :]
+        elif kind == "insert":
+            at = data.draw(st.integers(0, len(raw)))
+            raw[at:at] = data.draw(st.binary(min_size=1, max_size=6))
+        pos = data.draw(st.integers(0, 4), label="pos")
+        assert check_batch(raw, pos) == _general(raw, pos)
+
+
+@compiled
+def test_check_batch_leaves_compressed_and_legacy_batches_to_the_general_path() -> None:
+    from logway.wire._batch_scan import check_batch
+
+    records = [(b"k", b"v" * 100, ())] * 3
+    assert check_batch(build_batch(records, compression=compression.LZ4), 0) is None
+    legacy = bytearray(build_batch(records))
+    legacy[MAGIC_POS] = 1
+    assert check_batch(legacy, 0) is None
+    assert check_batch(build_batch(records), -1) is None
