@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 
 from bench.cases import Bench
 from bench.driver import run_load
@@ -36,6 +37,10 @@ class Ceiling:
         host, port = logway.bootstrap.split(":")
         self.server = ReplayServer(Replay((host, int(port)), topic, ends))
         self.bootstrap = self.server.bootstrap
+
+    @property
+    def pid(self) -> int:
+        return os.getpid()  # run_load reads a broker's kernel time; the replay server is a thread of this process
 
     def cpu_seconds(self) -> float:
         return 0.0  # a thread of this driver process; not a broker's cost
