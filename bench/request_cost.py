@@ -1,7 +1,9 @@
 """`python -m bench.request_cost`: what a request and a partition cost the broker, Logway beside Tansu 0.6.
 
-Four figures (issue 15, "Per-request cost" and "Cost in log size and partitions"):
+Five figures (issue 15, "Per-request cost" and "Cost in log size and partitions"):
 - broker CPU-seconds per GB produced from 100 librdkafka producer connections (2 processes, 1 KiB, acks=1);
+- broker CPU per Produce request of a fixed size (about 16 KiB, 1 or 8 partitions) from 100 raw connections,
+  which the librdkafka case cannot give: its clients' request size follows how fast the broker answers;
 - broker CPU per Fetch request for 1,000 partitions with no new data (a raw Fetch v11 client, max_wait 0,
   every partition at its log end offset), over a few hundred requests on one connection; the same as a long
   poll (max_wait 100 ms) and as incremental requests of a fetch session (KIP-227) over those partitions;
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import selectors
 import signal
 import socket
 import statistics
@@ -305,6 +308,124 @@ def empty_fetch_case(bench: Bench, args: argparse.Namespace) -> dict[str, list[d
         return alternate(started, args.runs, run_once)
 
 
+# The fixed-size Produce case: (partitions per request, 1 KiB records per partition), about 16 KiB of records each.
+FIXED_SHAPES = ((1, 16), (8, 2))
+FIXED_CONNECTIONS = 100
+FIXED_IN_FLIGHT = 2
+
+
+def produce_v9_frame(topic: str, partitions: int, records: int) -> bytes:
+    """A size-prefixed Produce v9 request (acks=1) with one batch of ``records`` 1 KiB records per partition."""
+    from logway.wire.protocol import build, encode_body, request_type
+    from logway.wire.records import build_batch
+
+    body = build(request_type(0, 9), {"transactional_id": None, "acks": 1, "timeout": 30000, "topic_data": [
+        {"name": topic, "partition_data": [
+            {"index": p, "records": build_batch([(None, bytes(KIB), ())] * records)} for p in range(partitions)]}]})
+    client = b"request-cost"
+    payload = struct.pack(">hhih", 0, 9, 7, len(client)) + client + b"\x00" + encode_body(body)
+    return struct.pack(">i", len(payload)) + payload
+
+
+def pipelined_produce(broker: Broker, frame: bytes, requests: int) -> int:
+    """``requests`` copies of ``frame`` over FIXED_CONNECTIONS connections, FIXED_IN_FLIGHT in flight on each
+    (the same batches every time: acks=1 without a producer id, so each is appended). Returns the requests
+    answered; raises if a connection closes or an answer is not a Produce v9 answer without an error."""
+    per = requests // FIXED_CONNECTIONS
+    socks = [socket.create_connection(("127.0.0.1", broker.port), timeout=60) for _ in range(FIXED_CONNECTIONS)]
+    sel = selectors.DefaultSelector()
+    try:
+        state = {}
+        for sock in socks:
+            sock.sendall(frame * FIXED_IN_FLIGHT)
+            sock.setblocking(False)
+            state[sock] = [FIXED_IN_FLIGHT, 0, bytearray()]  # sent, answered, received bytes not yet read
+            sel.register(sock, selectors.EVENT_READ)
+        done = 0
+        expected = None
+        deadline = time.monotonic() + 600
+        while done < FIXED_CONNECTIONS:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{broker.name}: fixed-size produce did not finish in 600 s")
+            for key, _ in sel.select(5):
+                sock = key.fileobj
+                st = state[sock]
+                data = sock.recv(1 << 20)
+                if not data:
+                    raise RuntimeError(f"{broker.name} closed a producing connection")
+                buf = st[2]
+                buf += data
+                pos = got = 0
+                while len(buf) - pos >= 4:
+                    (size,) = struct.unpack_from(">i", buf, pos)
+                    if len(buf) - pos - 4 < size:
+                        break
+                    if expected is None:  # the first answer read whole; the others must be alike (an error
+                        check_produce_answer(broker, bytes(buf[pos + 4 : pos + 4 + size]))  # carries a message)
+                        expected = size
+                    elif size != expected:
+                        check_produce_answer(broker, bytes(buf[pos + 4 : pos + 4 + size]))
+                        raise RuntimeError(f"{broker.name} answered a Produce in {size} bytes, not {expected}")
+                    pos += 4 + size
+                    got += 1
+                del buf[:pos]
+                st[1] += got
+                more = min(got, per - st[0])
+                if more > 0:
+                    sock.setblocking(True)
+                    sock.sendall(frame * more)
+                    sock.setblocking(False)
+                    st[0] += more
+                if st[1] >= per:
+                    done += 1
+                    sel.unregister(sock)
+        return per * FIXED_CONNECTIONS
+    finally:
+        sel.close()
+        for sock in socks:
+            sock.close()
+
+
+def check_produce_answer(broker: Broker, frame: bytes) -> None:
+    """Every partition of a Produce v9 answer (correlation id, tagged fields, topics...) has error code 0."""
+    from kio.serial import entity_reader
+
+    from logway.wire.protocol import response_type
+
+    response, _ = entity_reader(response_type(0, 9))(frame, 5)  # correlation id and the header's tagged fields
+    errors = {p.error_code for t in response.responses for p in t.partition_responses}
+    if errors != {0}:
+        raise RuntimeError(f"{broker.name} answered a Produce with error codes {sorted(errors)}")
+
+
+def fixed_case(bench: Bench, args: argparse.Namespace) -> dict[str, list[dict]]:
+    """Produce requests of a fixed size from 100 raw connections: broker CPU per request and per GB without the
+    swings of the librdkafka case, whose request size follows how fast the broker answers."""
+    frames: dict[str, bytes] = {}
+
+    with brokers(bench, args) as started:
+        for broker in started:
+            for partitions, records in FIXED_SHAPES:
+                topic = f"fixed-{partitions}"
+                create_topic(broker.bootstrap, topic, partitions)
+                frames[topic] = produce_v9_frame(topic, partitions, records)
+                pipelined_produce(broker, frames[topic], 2 * FIXED_CONNECTIONS)  # warm-up: connections, code paths
+
+        def run_once(broker: Broker, i: int) -> dict[str, float]:
+            result: dict[str, float] = {}
+            for partitions, _ in FIXED_SHAPES:
+                frame = frames[f"fixed-{partitions}"]
+                cpu0, sys0 = broker.cpu_seconds(), system_seconds(broker.pid)
+                n = pipelined_produce(broker, frame, args.fixed_requests)
+                cpu, kernel = broker.cpu_seconds() - cpu0, system_seconds(broker.pid) - sys0
+                result[f"cpu_us_per_request_{partitions}"] = 1e6 * cpu / n
+                result[f"kernel_us_per_request_{partitions}"] = 1e6 * kernel / n
+                result[f"cpu_s_per_gb_{partitions}"] = cpu / (n * len(frame) / 1e9)
+            return result
+
+        return alternate(started, args.runs, run_once)
+
+
 def partitions_case(bench: Bench, args: argparse.Namespace) -> dict[str, dict]:
     """RSS and open files at 10,000 partitions (10 topics of 1,000 made with CreateTopics, a record in each)."""
     out = {}
@@ -407,7 +528,7 @@ def markdown(results: dict, info: dict, command: str) -> str:
     names = [n for n in ("logway", "baseline", "tansu") if any(n in results.get(k, {}) for k in results)]
     heads = {"logway": "Logway", "baseline": "Logway before (baseline tree)", "tansu": "Tansu 0.6"}
     pairs = [(a, b) for a, b in (("logway", "baseline"), ("logway", "tansu")) if a in names and b in names]
-    if "conns" in results or "fetch" in results:
+    if "conns" in results or "fetch" in results or "fixed" in results:
         lines += ["| case | metric | " + " | ".join(f"{heads[n]} median (min–max)" for n in names) + " | "
                   + " | ".join(f"{heads[a].split()[0]}/{heads[b]}" for a, b in pairs) + " |",
                   "| --- | --- |" + " --- |" * (len(names) + len(pairs))]
@@ -416,6 +537,14 @@ def markdown(results: dict, info: dict, command: str) -> str:
                  f"{info['conn_mb']} MiB per run", (("cpu_s_per_gb", "broker CPU s/GB"), ("kernel_s_per_gb", "of which kernel (stime) s/GB"),
                   ("cpu_us_per_request", "broker CPU µs per Produce request"),
                   ("kib_per_request", "KiB of records per Produce request"), ("mb_s", "MB/s"))),
+                ("fixed", f"Produce v9 requests of a fixed size (about 16 KiB of 1 KiB records, acks=1), {FIXED_IN_FLIGHT} "
+                 f"in flight on each of {FIXED_CONNECTIONS} raw connections, {info['fixed_requests']:,} per run",
+                 (("cpu_us_per_request_1", "1 partition x 16 records: broker CPU µs per request"),
+                  ("kernel_us_per_request_1", "of which kernel (stime) µs"),
+                  ("cpu_s_per_gb_1", "broker CPU s/GB"),
+                  ("cpu_us_per_request_8", "8 partitions x 2 records: broker CPU µs per request"),
+                  ("kernel_us_per_request_8", "of which kernel (stime) µs"),
+                  ("cpu_s_per_gb_8", "broker CPU s/GB"))),
                 ("fetch", "Fetch v11 of 1,000 partitions at their end (no new data), max_wait 0, one connection",
                  (("cpu_ms_per_request", "broker CPU ms/request"),
                   ("kernel_ms_per_request", "of which kernel (stime) ms"), ("wall_ms_per_request", "round trip ms"),
@@ -473,9 +602,10 @@ def write_latest(section: str, path: Path = HERE / "LATEST.md") -> None:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.request_cost", description=__doc__.split("\n")[0])
-    p.add_argument("--sections", default="conns,fetch,partitions,logsize")
+    p.add_argument("--sections", default="conns,fixed,fetch,partitions,logsize")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--conn-mb", type=int, default=128, help="MiB produced per run from 100 connections")
+    p.add_argument("--fixed-requests", type=int, default=5000, help="Produce requests per run of the fixed-size case")
     p.add_argument("--fetch-partitions", type=int, default=1000)
     p.add_argument("--fetch-requests", type=int, default=300)
     p.add_argument("--poll-requests", type=int, default=40, help="long-poll (max_wait 100 ms) fetches per run")
@@ -496,10 +626,10 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(settings, tansu_binary() if settings.peers else Path("/nonexistent"))
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
-    info = {"git": git_revision(), "conn_mb": args.conn_mb, "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "runs": args.runs,
+    info = {"git": git_revision(), "conn_mb": args.conn_mb, "fixed_requests": args.fixed_requests, "when": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "runs": args.runs,
             "load_start": " ".join(f"{x:.2f}" for x in os.getloadavg()), **machine()}
     results: dict = {}
-    steps = {"conns": connections_case, "fetch": empty_fetch_case, "partitions": partitions_case,
+    steps = {"conns": connections_case, "fixed": fixed_case, "fetch": empty_fetch_case, "partitions": partitions_case,
              "logsize": log_size_case}
     for section in sections:
         log.info("request cost / %s", section)

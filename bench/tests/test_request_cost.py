@@ -1,5 +1,5 @@
-"""bench.request_cost's raw Fetch client and report plumbing (no broker): the request it sends decodes as the
-Fetch v11 it claims to be, its response reader counts partitions and record bytes, and LATEST.md keeps the
+"""bench.request_cost's raw Fetch and Produce clients and report plumbing (no broker): the requests it sends decode
+as the Fetch v11 and Produce v9 they claim to be, its response reader counts partitions and record bytes, and LATEST.md keeps the
 other sections when the "Per-request cost" section is rewritten."""
 
 from __future__ import annotations
@@ -11,8 +11,17 @@ from kio.schema.fetch.v11.request import FetchRequest
 from kio.schema.fetch.v11.response import FetchResponse
 from kio.serial import entity_reader
 
-from bench.request_cost import SECTION, busy_stacks, fetch_request, fetch_response_summary, write_latest
+from bench.request_cost import (
+    SECTION,
+    busy_stacks,
+    fetch_request,
+    fetch_response_summary,
+    produce_v9_frame,
+    write_latest,
+)
+from logway.wire.batch import validate_batch
 from logway.wire.fetch import FetchPartitionResult, FetchTopicResult, encode_fetch_response
+from logway.wire.produce import decode_produce_request
 
 
 def test_fetch_request_is_a_fetch_v11_at_the_given_offsets():
@@ -26,6 +35,21 @@ def test_fetch_request_is_a_fetch_v11_at_the_given_offsets():
     [topic] = request.topics
     assert topic.topic == "wide"
     assert [(p.partition, p.fetch_offset) for p in topic.partitions] == [(0, 5), (1, 0), (2, 7)]
+
+
+def test_fixed_produce_frame_is_a_produce_v9_with_one_batch_per_partition():
+    frame = produce_v9_frame("fixed-8", 8, 2)
+    (size,) = struct.unpack_from(">i", frame)
+    assert size == len(frame) - 4
+    api_key, version, _, client_len = struct.unpack_from(">hhih", frame, 4)
+    assert (api_key, version) == (0, 9)
+    request = decode_produce_request(bytearray(frame[4:]), 10 + client_len + 1, 9)  # + the header's tagged fields
+    assert request.acks == 1 and request.transactional_id is None
+    [topic] = request.topics
+    assert topic.name == "fixed-8" and [p.index for p in topic.partitions] == list(range(8))
+    for p in topic.partitions:
+        header = validate_batch(p.records)
+        assert header.size == len(p.records) and header.records_count == 2 and header.producer_id == -1
 
 
 def test_response_summary_counts_partitions_and_record_bytes():
