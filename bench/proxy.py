@@ -183,7 +183,9 @@ def markdown(results: dict[str, list[dict]], args: argparse.Namespace, load: tup
              f"on disk) and Tansu {TANSU_VERSION} (memory engine); `tansu proxy` and `logway proxy` front the "
              f"same Tansu process. Figures are medians over rounds, (min-max) across rounds; ratios and added "
              f"latency are computed per round between targets of the same round. CPU s is the process reached "
-             f"(proxy alone when a proxy) during produce + consume.", "",
+             f"(proxy alone when a proxy) during produce + consume."
+             + (" Pinned (--pin): the brokers and proxies ran on one CPU, the load generators on the other(s)."
+                if args.pin else ""), "",
              "| target | " + " | ".join(label for _, label in METRICS) + " |",
              "|---" * (len(METRICS) + 1) + "|"]
     for label, rows in results.items():
@@ -231,13 +233,18 @@ def replace_section(text: str, section: str) -> str:
     return text.rstrip("\n") + "\n\n" + section
 
 
-def start_targets(upstreams: list[str], stack: list[Broker]) -> list[Target]:
-    """Start each upstream and the proxies in front of it; every process started is appended to ``stack``."""
+def start_targets(upstreams: list[str], stack: list[Broker], pin: int | None = None) -> list[Target]:
+    """Start each upstream and the proxies in front of it; every process started is appended to ``stack`` (and
+    kept on CPU ``pin`` if given)."""
     targets = []
 
     def started(broker: Broker) -> Broker:
         stack.append(broker)
         broker.start()
+        if pin is not None:
+            # Every thread of the process, so a proxy's or broker's worker threads stay off the clients' core.
+            subprocess.run(["taskset", "-a", "-p", "-c", str(pin), str(broker.pid)], check=True,
+                           stdout=subprocess.DEVNULL)
         return broker
 
     if "logway" in upstreams:
@@ -266,6 +273,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--e2e-seconds", type=int, default=5)
     parser.add_argument("--upstreams", default="logway,tansu", help="comma-separated: logway, tansu")
     parser.add_argument("--latest", action="store_true", help="replace the Proxy section of bench/LATEST.md")
+    parser.add_argument("--pin", action="store_true",
+                        help="brokers and proxies on the last CPU, the load generators on the others (how much of a "
+                             "proxy's cost comes out of the clients' CPU on a small machine)")
     parser.add_argument("--profile", action="store_true",
                         help="then one more round through logway proxy -> Logway under py-spy (pip install py-spy)")
     args = parser.parse_args(argv)
@@ -276,7 +286,14 @@ def main(argv: list[str] | None = None) -> int:
     load0, t0 = " ".join(f"{x:.2f}" for x in os.getloadavg()), time.monotonic()
     stack: list[Broker] = []
     try:
-        targets = start_targets(upstreams, stack)
+        pin = None
+        if args.pin:
+            cpus = sorted(os.sched_getaffinity(0))
+            if len(cpus) < 2:
+                raise SystemExit("--pin needs at least 2 CPUs")
+            pin = cpus[-1]
+            os.sched_setaffinity(0, cpus[:-1])  # the load generators are children of this process
+        targets = start_targets(upstreams, stack, pin)
         results: dict[str, list[dict[str, float]]] = {t.label: [] for t in targets}
         for n in range(args.rounds):
             for target in targets[n % len(targets):] + targets[:n % len(targets)]:
