@@ -94,60 +94,64 @@ def decode_produce_request(frame: bytearray | memoryview, pos: int, version: int
     if pos + 6 > end:
         raise MalformedRequest("produce request truncated")
     acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(buf, pos)
-    pos += 6
+    n_topics, pos = _count(buf, pos + 6, end, flexible, "topic_data")
     topics = []
-    if flexible and pos < end and 0 < buf[pos] < 0x80:
-        n_topics = buf[pos] - 1
-        pos += 1
-    else:
-        n_topics, pos = _length(buf, pos, flexible, True, False, "topic_data")
     for _ in range(n_topics):
-        name: str | None = None
-        topic_id = None
-        if version >= 13:
-            if pos + 16 > end:
-                raise MalformedRequest("produce request truncated")
-            topic_id = uuid.UUID(bytes=bytes(buf[pos : pos + 16]))
-            pos += 16
-        elif flexible and pos < end and 1 < buf[pos] < 0x80:  # a short topic name, in a one-byte length
-            n = buf[pos] - 1
-            pos += 1
-            if pos + n > end:
-                raise MalformedRequest("produce request truncated")
-            name = str(buf[pos : pos + n], "utf-8", "replace")
-            pos += n
-        else:
-            name, pos = _read_string(buf, pos, flexible, False, "topic name")
-        partitions = []
-        if flexible and pos < end and 0 < buf[pos] < 0x80:
-            n_parts = buf[pos] - 1
-            pos += 1
-        else:
-            n_parts, pos = _length(buf, pos, flexible, True, False, "partition_data")
-        for _ in range(n_parts):
-            if pos + 4 > end:
-                raise MalformedRequest("produce request truncated")
-            index = _I32.unpack_from(buf, pos)[0]
-            if flexible:  # a compact nullable length: never below -1
-                size, pos = read_uvarint(buf, pos + 4)
-                size -= 1
-            else:
-                size, pos = _length(buf, pos + 4, flexible, True, True, "records")
-            records = None
-            if size >= 0:
-                if pos + size > end:
-                    raise MalformedRequest("produce request truncated")
-                records = buf[pos : pos + size]
-                pos += size
-            if flexible:
-                pos = pos + 1 if pos < end and buf[pos] == 0 else skip_tagged_fields(buf, pos)
-            partitions.append(ProducePartition(index, records))
-        if flexible:
-            pos = pos + 1 if pos < end and buf[pos] == 0 else skip_tagged_fields(buf, pos)
-        topics.append(ProduceTopic(name, topic_id, partitions))
+        topic, pos = _read_topic(buf, pos, end, version)
+        topics.append(topic)
     if flexible:
         skip_tagged_fields(buf, pos)
     return ProduceRequest(transactional_id, acks, timeout_ms, topics)
+
+
+def _count(buf: memoryview, pos: int, end: int, flexible: bool, what: str) -> tuple[int, int]:
+    """An array's element count (not nullable); a flexible version's one-byte count read in place."""
+    if flexible and pos < end and 0 < buf[pos] < 0x80:
+        return buf[pos] - 1, pos + 1
+    return _length(buf, pos, flexible, True, False, what)
+
+
+def _read_topic(buf: memoryview, pos: int, end: int, version: int) -> tuple[ProduceTopic, int]:
+    """One topic_data entry: the topic's name (or id, v13+) and its partitions' records as views into ``buf``."""
+    flexible = version >= 9
+    name: str | None = None
+    topic_id = None
+    if version >= 13:
+        if pos + 16 > end:
+            raise MalformedRequest("produce request truncated")
+        topic_id = uuid.UUID(bytes=bytes(buf[pos : pos + 16]))
+        pos += 16
+    elif flexible and pos < end and 1 < buf[pos] < 0x80:  # a short topic name, in a one-byte length
+        n = buf[pos] - 1
+        if pos + 1 + n > end:
+            raise MalformedRequest("produce request truncated")
+        name = str(buf[pos + 1 : pos + 1 + n], "utf-8", "replace")
+        pos += 1 + n
+    else:
+        name, pos = _read_string(buf, pos, flexible, False, "topic name")
+    partitions = []
+    n_parts, pos = _count(buf, pos, end, flexible, "partition_data")
+    for _ in range(n_parts):
+        if pos + 4 > end:
+            raise MalformedRequest("produce request truncated")
+        index = _I32.unpack_from(buf, pos)[0]
+        if flexible:  # a compact nullable length: never below -1
+            size, pos = read_uvarint(buf, pos + 4)
+            size -= 1
+        else:
+            size, pos = _length(buf, pos + 4, flexible, True, True, "records")
+        records = None
+        if size >= 0:
+            if pos + size > end:
+                raise MalformedRequest("produce request truncated")
+            records = buf[pos : pos + size]
+            pos += size
+        if flexible:
+            pos = pos + 1 if pos < end and buf[pos] == 0 else skip_tagged_fields(buf, pos)
+        partitions.append(ProducePartition(index, records))
+    if flexible:
+        pos = pos + 1 if pos < end and buf[pos] == 0 else skip_tagged_fields(buf, pos)
+    return ProduceTopic(name, topic_id, partitions), pos
 
 
 @dataclass(slots=True)
