@@ -187,17 +187,24 @@ def test_c_and_python_agree_on_valid_and_mutated_record_data(records, data) -> N
     base = data.draw(TIMESTAMPS, label="base_timestamp")
     assert scan_c(body, count, base) == scan_records_py(body, count, base)
     for _ in range(data.draw(st.integers(1, 4), label="mutations")):
-        kind = data.draw(st.sampled_from(["flip", "cut", "insert", "count"]), label="kind")
-        if kind == "flip" and body:
-            body[data.draw(st.integers(0, len(body) - 1))] = data.draw(st.integers(0, 255))
-        elif kind == "cut":
-            del body[data.draw(st.integers(0, len(body))) :]
-        elif kind == "insert":
-            at = data.draw(st.integers(0, len(body)))
-            body[at:at] = data.draw(st.binary(min_size=1, max_size=6))
-        else:
+        if not _mutate(body, data, ["flip", "cut", "insert", "count"]):
             count = data.draw(st.integers(-2, count + 3))
         assert scan_c(bytes(body), count, base) == scan_records_py(body, count, base)
+
+
+def _mutate(raw: bytearray, data, kinds: list[str]) -> bool:
+    """Flip a byte, cut the tail or insert bytes, as drawn from ``kinds``; False for a kind it leaves to the caller."""
+    kind = data.draw(st.sampled_from(kinds), label="kind")
+    if kind == "flip" and raw:
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    elif kind == "cut":
+        del raw[data.draw(st.integers(0, len(raw))) :]
+    elif kind == "insert":
+        at = data.draw(st.integers(0, len(raw)))
+        raw[at:at] = data.draw(st.binary(min_size=1, max_size=6))
+    else:
+        return kind == "flip"
+    return True
 
 
 @compiled
@@ -248,14 +255,7 @@ def test_check_batch_agrees_with_the_general_path_on_valid_and_mutated_batches(r
                                          base_sequence=3 if producer_id >= 0 else -1))
     assert check_batch(raw, 3) == _general(raw, 3) is not None
     for _ in range(data.draw(st.integers(1, 4), label="mutations")):
-        kind = data.draw(st.sampled_from(["flip", "cut", "insert"]), label="kind")
-        if kind == "flip" and raw:
-            raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
-        elif kind == "cut":
-            del raw[data.draw(st.integers(0, len(raw))) :]
-        elif kind == "insert":
-            at = data.draw(st.integers(0, len(raw)))
-            raw[at:at] = data.draw(st.binary(min_size=1, max_size=6))
+        _mutate(raw, data, ["flip", "cut", "insert"])
         pos = data.draw(st.integers(0, 4), label="pos")
         assert check_batch(raw, pos) == _general(raw, pos)
 
