@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -117,31 +118,26 @@ def test_group(bootstrap: str) -> None:
     first, second = make_records(40, partitions), make_records(20, partitions, start=40)
 
     def member() -> KafkaConsumer:
-        # kafka-python 3.0.12 re-sends JoinGroup when a join completes between two short polls, so one member of
-        # two polled in turn keeps the group rebalancing; when the loop stops polling, a JoinGroup stays parked
-        # until the rebalance timeout (max.poll.interval.ms, 300 s by default) and close()'s LeaveGroup waits
-        # behind it on the same connection (Kafka too answers one request per connection at a time). A short
+        # kafka-python 3.0.12 re-sends JoinGroup when its JoinGroup answer arrives while the application is not
+        # polling; from the leader that starts a new rebalance (as it does on Kafka). Two members polled in turn
+        # from one thread kept the group rebalancing for 30 s and more on a loaded machine, so each member polls in
+        # its own thread, as two applications would. A JoinGroup still parked when polling stops waits for the
+        # rebalance timeout (max.poll.interval.ms, 300 s by default) and close()'s LeaveGroup waits behind it on
+        # the same connection (Kafka too answers one request per connection at a time): a short
         # max.poll.interval.ms bounds that wait, as it would for a user of this client.
         return KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
                              auto_offset_reset="earliest", session_timeout_ms=10000, heartbeat_interval_ms=1000,
                              max_poll_interval_ms=10000)
 
     a, b = member(), member()
+    got: dict[str, list[Got]] = {"a": [], "b": []}
     try:
-        deadline = time.monotonic() + 30
-        got: dict[str, list[Got]] = {"a": [], "b": []}
-        while time.monotonic() < deadline:
-            got["a"] += _gots(a.poll(timeout_ms=100), "a")
-            got["b"] += _gots(b.poll(timeout_ms=100), "b")
-            if a.assignment() and b.assignment() and len(a.assignment()) + len(b.assignment()) == partitions:
-                break
-        assert a.assignment() and b.assignment(), f"both members own partitions: {a.assignment()} {b.assignment()}"
-        assert not a.assignment() & b.assignment()
+        owned = _poll_apart({"a": a, "b": b}, got, lambda owned: all(owned.values())
+                            and sum(len(o) for o in owned.values()) == partitions)
+        assert owned["a"] and owned["b"], f"both members own partitions: {owned}"
+        assert not owned["a"] & owned["b"]
         produce(bootstrap, topic, first)
-        deadline = time.monotonic() + 30
-        while len(got["a"]) + len(got["b"]) < len(first) and time.monotonic() < deadline:
-            got["a"] += _gots(a.poll(timeout_ms=100), "a")
-            got["b"] += _gots(b.poll(timeout_ms=100), "b")
+        _poll_apart({"a": a, "b": b}, got, lambda _: len(got["a"]) + len(got["b"]) >= len(first))
         a.commit()
         b.commit()
     finally:
@@ -161,6 +157,29 @@ def test_group(bootstrap: str) -> None:
         c.close()
     base = {p: n for p, n in _counts(first).items()}
     assert_exact(second, resumed, base)
+
+
+def _poll_apart(members: dict[str, KafkaConsumer], got: dict[str, list[Got]], done, seconds: float = 30.0):
+    """Poll each member in a thread of its own until ``done(assignments)`` holds or ``seconds`` pass; the records
+    go to ``got[tag]``. Returns each member's assignment after its last poll."""
+    owned: dict[str, set[TopicPartition]] = {tag: set() for tag in members}
+    stop = threading.Event()
+
+    def loop(tag: str, consumer: KafkaConsumer) -> None:
+        while not stop.is_set():
+            got[tag] += _gots(consumer.poll(timeout_ms=100), tag)
+            owned[tag] = set(consumer.assignment())
+
+    threads = [threading.Thread(target=loop, args=item, daemon=True) for item in members.items()]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + seconds
+    while not done(dict(owned)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stop.set()
+    for thread in threads:
+        thread.join(30)
+    return owned
 
 
 def _counts(recs: list[Rec]) -> dict[int, int]:
