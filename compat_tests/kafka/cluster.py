@@ -71,8 +71,9 @@ def classpath() -> str:
 def java(main: str, *args: str, timeout: float = 120, stdin: str | None = None,
          env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run one of Kafka's tool classes (`org.apache.kafka.tools.TopicCommand`, ...) to completion."""
+    cp = classpath()  # first: it creates lib/, where the class-data-sharing archive goes
     cmd = ["java", *JVM_FLAGS, *_class_data_sharing(main), f"-Dlog4j2.configurationFile={HERE / 'log4j2-tools.properties'}",
-           "-cp", classpath(), main, *args]
+           "-cp", cp, main, *args]
     return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
 

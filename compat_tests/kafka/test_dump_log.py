@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import time
 from pathlib import Path
 
 from confluent_kafka import Producer
@@ -77,10 +78,23 @@ def _transaction_segment(folder: Path) -> list[Path]:
     return [log, index, timeindex]
 
 
+def _wait_for_index_files(part: Path, timeout: float = 30.0) -> None:
+    """Logway holds new index entries in memory and writes them in one write at a flush, a roll or its
+    maintenance pass (every 5 s here). Wait for that write, so the two tools read the same files: Kafka's
+    DumpLogSegments read an empty index in one CI run and Logway's dump, a moment later, the written one."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(f.stat().st_size > 0 for f in part.iterdir() if f.suffix in (".index", ".timeindex")):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"index entries of {part} not written within {timeout} s")
+
+
 def test_dump_log_prints_what_kafkas_dump_log_segments_prints(logway_ref, tmp_path: Path) -> None:
     _write_partition(logway_ref.bootstrap)
     _write_log_append_time_partition(logway_ref.bootstrap)
     part = logway_ref.data_dir / "dump-compare-0"
+    _wait_for_index_files(part)
     files = sorted(p for p in part.iterdir() if p.suffix in (".log", ".index", ".timeindex"))
     files += sorted((logway_ref.data_dir / "dump-compare-lat-0").glob("*.log"))
     files += _transaction_segment(tmp_path / "txn-0")
