@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.cases import Bench
+from bench.latest import write_run
 from bench.peer import tansu_binary
 from bench.report import as_json, git_revision, machine, markdown
 from bench.settings import SECTIONS, Settings
@@ -115,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / f"{started}.json").write_text(json.dumps(as_json(outcomes, settings, info, command, started,
                                                                   elapsed, profiles, failures), indent=1))
     if not settings.quick and set(settings.sections) == set(SECTIONS) and not failures:
-        (HERE / "LATEST.md").write_text(md)
+        # The run's sections replace their namesakes; the other benchmarks' sections stay.
+        write_run(md)
     print(md)
     log.info("wrote %s", args.out / f"{started}.md")
     return 1 if failures else 0

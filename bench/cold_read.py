@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -36,12 +35,12 @@ from pathlib import Path
 
 from bench.admin import create_topic, wait_high_watermark
 from bench.driver import run_load
+from bench.latest import LATEST, write_section
 from bench.procs import Broker, Logway, scratch_dir
 from bench.report import git_revision, machine
 from bench.request_cost import BaselineLogway
 
 log = logging.getLogger("bench.cold_read")
-LATEST = Path(__file__).resolve().parent / "LATEST.md"
 SECTION = "## Cold reads"
 BACKLOG = "cold-backlog"
 CASES = ("none", "warm", "cold")
@@ -247,14 +246,6 @@ def markdown(results: dict[str, dict[str, list[dict]]], args: argparse.Namespace
     return "\n".join(lines)
 
 
-def replace_section(text: str, section: str) -> str:
-    """``text`` with its "## Cold reads" section (up to the next "## " heading) replaced, or appended."""
-    match = re.search(r"^## Cold reads\b.*?(?=^## (?!#)|\Z)", text, flags=re.S | re.M)
-    if match:
-        return text[:match.start()] + section + ("\n" if match.end() < len(text) else "") + text[match.end():]
-    return text.rstrip("\n") + "\n\n" + section
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.cold_read", description=__doc__.split("\n")[0])
     p.add_argument("--runs", type=int, default=3)
@@ -302,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     section = markdown(results, args, (load0, load1), (time.monotonic() - t0) / 60, command)
     print("\n" + section)
     if args.latest:
-        LATEST.write_text(replace_section(LATEST.read_text(), section))
+        write_section(section, LATEST)
         log.info("wrote the Cold reads section of %s", LATEST)
     return 0
 

@@ -29,13 +29,13 @@ from pathlib import Path
 
 from bench.admin import create_topic, wait_high_watermark
 from bench.driver import run_load
+from bench.latest import LATEST, write_section
 from bench.peer import TANSU_VERSION, tansu_binary
 from bench.procs import Broker, Logway, Tansu, free_port_block, scratch_dir
 from bench.profile import py_spy, summarize
 from bench.report import git_revision, machine
 
 log = logging.getLogger("bench.proxy")
-LATEST = Path(__file__).resolve().parent / "LATEST.md"
 METRICS = (("produce_mb_s", "produce MB/s"), ("consume_mb_s", "consume MB/s"),
            ("e2e_p50_ms", "e2e p50 ms"), ("e2e_p99_ms", "e2e p99 ms"), ("target_cpu_s", "CPU s (produce+consume)"),
            ("produce_cpu_s_per_gb", "produce CPU s/GB"), ("consume_cpu_s_per_gb", "consume CPU s/GB"))
@@ -225,14 +225,6 @@ def markdown(results: dict[str, list[dict]], args: argparse.Namespace, load: tup
     return "\n".join(lines)
 
 
-def replace_section(text: str, section: str) -> str:
-    """``text`` with its "## Proxy" section (up to the next "## " heading) replaced by ``section``, or appended."""
-    match = re.search(r"^## Proxy\b.*?(?=^## (?!#)|\Z)", text, flags=re.S | re.M)
-    if match:
-        return text[:match.start()] + section + ("\n" if match.end() < len(text) else "") + text[match.end():]
-    return text.rstrip("\n") + "\n\n" + section
-
-
 def start_targets(upstreams: list[str], stack: list[Broker], pin: int | None = None) -> list[Target]:
     """Start each upstream and the proxies in front of it; every process started is appended to ``stack`` (and
     kept on CPU ``pin`` if given)."""
@@ -312,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         section += "\n" + profile
     print("\n" + section)
     if args.latest:
-        LATEST.write_text(replace_section(LATEST.read_text(), section))
+        write_section(section, LATEST)
         log.info("wrote the Proxy section of %s", LATEST)
     return 0
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from bench.admin import create_topic
 from bench.cases import KIB, Bench
 from bench.driver import run_load
+from bench.latest import write_section
 from bench.peer import tansu_binary
 from bench.procs import CLK_TCK, Broker, Logway, free_port, recv_exact, scratch_dir
 from bench.report import fmt, git_revision, machine
@@ -588,18 +589,6 @@ def markdown(results: dict, info: dict, command: str) -> str:
     return "\n".join(lines)
 
 
-def write_latest(section: str, path: Path = HERE / "LATEST.md") -> None:
-    """Replace the "Per-request cost" section of LATEST.md (up to the next "## "), or append it."""
-    text = path.read_text() if path.exists() else ""
-    start = text.find(SECTION + "\n")
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n"
-    else:
-        end = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + section.rstrip("\n") + "\n" + (text[end:] if end >= 0 else "")
-    path.write_text(text)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.request_cost", description=__doc__.split("\n")[0])
     p.add_argument("--sections", default="conns,fixed,fetch,partitions,logsize")
@@ -639,7 +628,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         md += "\n" + profile_tables(args.profile)
     if args.write_latest:
-        write_latest(md)
+        write_section(md)
     print(md)
     return 0
 

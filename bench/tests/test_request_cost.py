@@ -12,12 +12,10 @@ from kio.schema.fetch.v11.response import FetchResponse
 from kio.serial import entity_reader
 
 from bench.request_cost import (
-    SECTION,
     busy_stacks,
     fetch_request,
     fetch_response_summary,
     produce_v9_frame,
-    write_latest,
 )
 from logway.wire.batch import validate_batch
 from logway.wire.fetch import FetchPartitionResult, FetchTopicResult, encode_fetch_response
@@ -60,18 +58,6 @@ def test_response_summary_counts_partitions_and_record_bytes():
     frame = b"".join(chunks)[4:]
     entity_reader(FetchResponse)(frame, 4)  # a well-formed v11 response
     assert fetch_response_summary(frame) == (9, 3, 61)
-
-
-def test_write_latest_replaces_only_its_section(tmp_path: Path):
-    latest = tmp_path / "LATEST.md"
-    latest.write_text("# Title\n\n## Produce\n\nrows\n")
-    write_latest(f"{SECTION}\n\nfirst\n", latest)
-    write_latest(f"{SECTION}\n\nsecond\n", latest)
-    latest.write_text(latest.read_text() + "\n## Later\n\nkept\n")
-    write_latest(f"{SECTION}\n\nthird\n", latest)
-    text = latest.read_text()
-    assert text.count(SECTION) == 1 and "third" in text and "second" not in text
-    assert "## Produce\n\nrows" in text and "## Later\n\nkept" in text
 
 
 def test_idle_threads_are_left_out_of_the_busy_stacks(tmp_path: Path):
