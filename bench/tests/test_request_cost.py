@@ -1,6 +1,6 @@
 """bench.request_cost's raw Fetch and Produce clients and report plumbing (no broker): the requests it sends decode
-as the Fetch v11 and Produce v9 they claim to be, its response reader counts partitions and record bytes, and LATEST.md keeps the
-other sections when the "Per-request cost" section is rewritten."""
+as the Fetch v11 and Produce v9 they claim to be, and its response reader counts partitions and record bytes (its LATEST.md
+edit is bench/latest.py's, tested in test_latest.py)."""
 
 from __future__ import annotations
 
