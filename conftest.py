@@ -1,7 +1,7 @@
 """Fixtures shared by compat_tests/ and tests/spark/: a real gateway process on a free port.
 
 Set LOGWAY_TEST_BOOTSTRAP=host:port to point them at a broker you started yourself (e.g. a peer broker
-to compare behaviour); otherwise each session starts `python -m logway.gateway serve` with a temporary data dir.
+to compare behaviour); otherwise each session starts `python -m logway.cli serve` with a temporary data dir.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class GatewayProcess:
     def start(self, *, wait: bool = True) -> GatewayProcess:
         """Start the process; with ``wait`` (the default) return once it listens."""
         listener = f"PLAINTEXT://127.0.0.1:{self.port}"
-        cmd = [sys.executable, "-m", "logway.gateway", "serve", "--listeners", listener,
+        cmd = [sys.executable, "-m", "logway.cli", "serve", "--listeners", listener,
                "--advertised-listeners", listener, "--log-dirs", str(self.data_dir), *self.extra_args]
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=Path(__file__).parent)

@@ -1,4 +1,4 @@
-"""What one ACL check costs (gateway/security/authorizer.py), and that it does not grow with the number of ACLs.
+"""What one ACL check costs (server/security/authorizer.py), and that it does not grow with the number of ACLs.
 
     .venv/bin/python -m bench.authorizer
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import timeit
 
-from logway.gateway.security.authorizer import AclBinding, Authorizer, Operation, PatternType, Permission, ResourceType
+from logway.server.security.authorizer import AclBinding, Authorizer, Operation, PatternType, Permission, ResourceType
 
 T, G = int(ResourceType.TOPIC), int(ResourceType.GROUP)
 

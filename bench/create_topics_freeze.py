@@ -82,7 +82,7 @@ def main() -> None:
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         listener = f"PLAINTEXT://127.0.0.1:{port}"
-        cmd = [sys.executable, "-m", "logway.gateway", "serve", "--listeners", listener, "--log-dirs",
+        cmd = [sys.executable, "-m", "logway.cli", "serve", "--listeners", listener, "--log-dirs",
                str(Path(tmp) / "data"), "--log-level", "WARNING"]
         for o in args.override:
             cmd += ["--override", o]

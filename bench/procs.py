@@ -176,7 +176,7 @@ def fsync_tree(root: Path) -> None:
 
 
 class Logway(Broker):
-    """Logway via `python -m logway.gateway serve`, data on disk in its temp dir."""
+    """Logway via `python -m logway.cli serve`, data on disk in its temp dir."""
 
     name = "logway"
 
@@ -189,7 +189,7 @@ class Logway(Broker):
 
     def command(self) -> list[str]:
         listener = f"PLAINTEXT://127.0.0.1:{self.port}"
-        cmd = [sys.executable, "-m", "logway.gateway", "serve", "--listeners", listener,
+        cmd = [sys.executable, "-m", "logway.cli", "serve", "--listeners", listener,
                "--advertised-listeners", listener, "--log-dirs", str(self.workdir / "data"),
                "--log-level", "WARNING"]
         for key, value in self.overrides.items():

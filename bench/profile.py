@@ -17,8 +17,8 @@ from bench.settings import MB
 
 log = logging.getLogger("bench")
 FRAME_LINE = re.compile(r":\d+\)$")
-OWN_CODE = re.compile(r"\((gateway|storage|wire|coordinator)/")
-ENTRY_POINTS = re.compile(r"\(gateway/(__main__|cli|server)\.py\)")
+OWN_CODE = re.compile(r"\((server|gateway|proxy|storage|wire|coordinator|cli)/")
+ENTRY_POINTS = re.compile(r"\((cli/(__main__|main)|gateway/run|server/listeners)\.py\)")
 # Leaf frames that are waiting, not working: trio's epoll wait and an idle trio worker thread's lock wait
 # (py-spy's idle detection misses both here).
 IDLE = re.compile(r"^(EpollIOManager\.get_events|WorkerThread\._work) ")

@@ -58,7 +58,7 @@ class LogwayProxy(Broker):
         self.port = free_port_block(2)
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "logway.gateway", "proxy", "--upstream-bootstrap-servers",
+        return [sys.executable, "-m", "logway.cli", "proxy", "--upstream-bootstrap-servers",
                 self.upstream.bootstrap, "--listeners", f"PLAINTEXT://127.0.0.1:{self.port}",
                 "--override", f"log.dirs={self.workdir / 'state'}",
                 "--override", f"proxy.node.id.range={self.node_id}-{self.node_id}",

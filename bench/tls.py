@@ -36,7 +36,7 @@ JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_be
 
 def start(d: Path, certs: dict) -> tuple[subprocess.Popen, dict[str, int]]:
     ports = {name: free_port() for name in ("PLAINTEXT", "SSL", "SASL_SSL")}
-    subprocess.run([sys.executable, "-m", "logway.gateway", "users", "add", "--log-dirs", str(d / "data"),
+    subprocess.run([sys.executable, "-m", "logway.cli", "users", "add", "--log-dirs", str(d / "data"),
                     "--user", "bench", "--password", "bench-secret"], check=True)
     props = d / "server.properties"
     props.write_text("\n".join([
@@ -45,7 +45,7 @@ def start(d: Path, certs: dict) -> tuple[subprocess.Popen, dict[str, int]]:
         "ssl.truststore.type=PEM", f"ssl.truststore.location={certs['ca']}",
         "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256", f"listener.name.sasl_ssl.plain.sasl.jaas.config={JAAS}",
         "group.initial.rebalance.delay.ms=0", ""]))
-    proc = subprocess.Popen([sys.executable, "-m", "logway.gateway", "serve", "--config", str(props),
+    proc = subprocess.Popen([sys.executable, "-m", "logway.cli", "serve", "--config", str(props),
                              "--log-level", "WARNING"])
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:

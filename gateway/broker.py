@@ -12,22 +12,20 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Collection, Mapping
-from functools import partial
 from pathlib import Path
 
 import trio
 
 from logway.coordinator.producer_ids import ProducerIdManager
-from logway.gateway.config import ServerConfig, parse_properties
+from logway.gateway.config import BrokerConfig
 from logway.gateway.dynamic_broker_config import DynamicBrokerConfigs
 from logway.gateway.fetch_sessions import FetchSessionCache
 from logway.gateway.fetch_waiters import FetchWaiters
 from logway.gateway.groups import GroupService
 from logway.gateway.metrics.stats import BrokerStats
-from logway.gateway.security.authorizer import ACL_FILE, Authorizer
-from logway.gateway.security.credentials import CredentialStore
 from logway.gateway.transactions import TransactionService
-from logway.storage.checkpoints import write_atomically
+from logway.server.config import parse_properties
+from logway.server.security.realm import Realm
 from logway.storage.cleaner import CleanerConfig
 from logway.storage.config import LogConfig
 from logway.storage.errors import KafkaStorageError, UnknownTopicOrPartition
@@ -57,11 +55,11 @@ def new_cluster_id() -> str:
 
 
 class Broker:
-    def __init__(self, config: ServerConfig) -> None:
+    def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.node_id = config.node_id
-        # SCRAM users (logway users, AlterUserScramCredentials), read by SASL connections.
-        self.credentials = CredentialStore(config.log_dirs[0])
+        # SCRAM users (logway users, AlterUserScramCredentials) and ACLs, for every listener of the broker.
+        self.realm = Realm(config.log_dirs[0])
         # Dynamic broker configs (AlterConfigs on a BROKER resource) over server.properties.
         self.dynamic = DynamicBrokerConfigs(Path(config.log_dirs[0]), self.node_id)
         self.logs = LogManager(
@@ -71,9 +69,6 @@ class Broker:
         self.cluster_id = ""
         self._waiters = FetchWaiters()
         self._creation_lock = trio.Lock()
-        self._acl_write_lock = trio.Lock()
-        # None without authorizer.class.name: no authorization at all, as Kafka.
-        self.authorizer: Authorizer | None = None
         self.stats = BrokerStats()  # counters for the metrics endpoint
         # KIP-227 incremental fetch sessions (gateway/fetch_sessions.py).
         self.fetch_sessions = FetchSessionCache(int(config.properties["max.incremental.fetch.session.cache.slots"]))
@@ -119,27 +114,21 @@ class Broker:
                 tmp.replace(meta)
         return cluster_id
 
-    @property
-    def acl_path(self) -> Path:
-        return Path(self.config.log_dirs[0]) / ACL_FILE
-
     def _load_acls(self) -> None:
+        """With authorizer.class.name set, the stored ACLs; without it, no authorization at all, as Kafka."""
         config = self.config
         if not config.authorizer_enabled:
             return
-        authorizer = Authorizer(config.super_users, config.allow_everyone_if_no_acl_found)
         try:
-            authorizer.load(self.acl_path)
+            self.realm.load_acls(config.super_users, config.allow_everyone_if_no_acl_found)
         except (OSError, ValueError) as exc:
             raise KafkaStorageError(str(exc)) from None
-        self.authorizer = authorizer
-        log.info("authorizer on: %d ACLs, super users %s", len(authorizer.acls), sorted(config.super_users))
+        log.info("authorizer on: %d ACLs, super users %s", len(self.realm.authorizer.acls), sorted(config.super_users))
 
-    async def save_acls(self) -> None:
-        """Persist the ACLs (after CreateAcls/DeleteAcls changed them) off the event loop, one write at a time."""
-        async with self._acl_write_lock:
-            assert self.authorizer is not None
-            await trio.to_thread.run_sync(partial(write_atomically, self.acl_path, self.authorizer.snapshot(), sync_dir=True))
+    @property
+    def authorizer(self):
+        """The ACLs of the broker's realm (None: no authorization)."""
+        return self.realm.authorizer
 
     async def run_background(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:

@@ -60,7 +60,8 @@ from logway.gateway.apis import (
     sync_group,
     txn_offset_commit,
 )
-from logway.gateway.security.authorizer import (
+from logway.server.connection import Connection, RequestHandler
+from logway.server.security.authorizer import (
     ANONYMOUS,
     SUPPORTED_OPERATIONS,
     Operation,
@@ -68,7 +69,8 @@ from logway.gateway.security.authorizer import (
     client_host,
     operations_bitfield,
 )
-from logway.gateway.security.request_acls import Acl, authorize_request
+from logway.server.security.realm import Realm
+from logway.server.security.request_acls import Acl, authorize_request
 from logway.wire.fetch import Chunk
 from logway.wire.protocol import (
     MalformedRequest,
@@ -82,7 +84,7 @@ from logway.wire.protocol import (
 
 if TYPE_CHECKING:
     from logway.gateway.broker import Broker
-    from logway.gateway.connection import Connection
+    from logway.server.config import Listener
 
 log = logging.getLogger(__name__)
 
@@ -155,17 +157,24 @@ def supported_versions() -> list[tuple[int, int, int]]:
 @dataclass(slots=True)
 class RequestContext:
     connection: Connection
+    broker: Broker
     header: RequestHeader
     frame: memoryview | bytearray
     body_pos: int
 
     @property
-    def broker(self) -> Broker:
-        return self.connection.broker
-
-    @property
     def version(self) -> int:
         return self.header.api_version
+
+    @property
+    def realm(self) -> Realm:
+        """The SCRAM users and ACLs of the connection's listener."""
+        return self.connection.realm
+
+    @property
+    def advertised(self) -> Listener:
+        """The address clients of this connection's listener are told to connect to."""
+        return self.broker.config.advertised_for(self.connection.listener.name)
 
     @property
     def principal(self) -> str:
@@ -174,28 +183,43 @@ class RequestContext:
 
     def authorized(self, operation: Operation, resource_type: ResourceType, name: str) -> bool:
         """May this request's principal do ``operation`` on the resource? Always yes without an authorizer."""
-        authorizer = self.connection.broker.authorizer
+        authorizer = self.realm.authorizer
         if authorizer is None:
             return True
         return authorizer.authorize(self.principal, client_host(self.connection.peer), operation, resource_type, name)
 
     def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
         """The *_authorized_operations bitfield for a resource: every supported operation without an authorizer."""
-        authorizer = self.connection.broker.authorizer
+        authorizer = self.realm.authorizer
         if authorizer is None:
             return operations_bitfield(SUPPORTED_OPERATIONS[resource_type])
         return authorizer.authorized_operations(self.principal, client_host(self.connection.peer), resource_type, name)
 
     def denied_topics(self, operation: Operation, names) -> set[str]:
         """The topics among ``names`` the principal may not ``operation`` (one branch without an authorizer)."""
-        authorizer = self.connection.broker.authorizer
+        authorizer = self.realm.authorizer
         if authorizer is None:
             return set()
         principal, host = self.principal, client_host(self.connection.peer)
         return {n for n in set(names) if not authorizer.authorize(principal, host, operation, ResourceType.TOPIC, n)}
 
 
-async def dispatch(conn: Connection, frame: memoryview | bytearray) -> list[Chunk] | None:
+class BrokerHandler(RequestHandler):
+    """The broker's answer to every request frame of its connections (one instance serves them all)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def __call__(self, conn: Connection) -> BrokerHandler:
+        """The handler factory of the broker's listeners: this one handler for every connection."""
+        return self
+
+    async def handle(self, conn: Connection, frame: memoryview) -> list[Chunk] | None:
+        return await dispatch(self.broker, conn, frame)
+
+
+async def dispatch(broker: Broker, conn: Connection, frame: memoryview | bytearray) -> list[Chunk] | None:
+    """Decode the request header, check the version, apply the shared ACL checks, run the API's handler."""
     header, pos = decode_request_header(frame)
     module = REGISTRY.get(header.api_key)
     if module is None:
@@ -213,7 +237,7 @@ async def dispatch(conn: Connection, frame: memoryview | bytearray) -> list[Chun
     if log.isEnabledFor(logging.DEBUG):
         log.debug("%s: %s v%d correlation %d from %s", conn.peer, module.__name__.rsplit(".", 1)[-1],
                   header.api_version, header.correlation_id, header.client_id)
-    ctx = RequestContext(conn, header, frame, 0)
+    ctx = RequestContext(conn, broker, header, frame, 0)
     if getattr(module, "RAW", False):
         ctx.body_pos = body_offset(frame, header, pos)
         request: Any = None
@@ -221,10 +245,11 @@ async def dispatch(conn: Connection, frame: memoryview | bytearray) -> list[Chun
         ctx.body_pos = body_offset(frame, header, pos)
         request = decode_body(header.api_key, header.api_version, bytes(frame), ctx.body_pos)
     decision = None
-    if header.api_key in SHARED_ACL_CHECKS and conn.broker.authorizer is not None:
-        # Kafka's per-API ACL checks, shared with the proxy (gateway/security/request_acls.py): the handler
+    authorizer = conn.realm.authorizer
+    if header.api_key in SHARED_ACL_CHECKS and authorizer is not None:
+        # Kafka's per-API ACL checks, shared with the proxy (server/security/request_acls.py): the handler
         # serves what the principal may use; the denied entries are added to its answer.
-        acl = Acl(conn.broker.authorizer, ctx.principal, client_host(conn.peer))
+        acl = Acl(authorizer, ctx.principal, client_host(conn.peer))
         decision = authorize_request(header.api_key, header.api_version, request, acl)
         if decision.request is None:
             return [encode_response(header.api_key, header.api_version, header.correlation_id, decision.response)]

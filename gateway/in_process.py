@@ -12,8 +12,10 @@ from pathlib import Path
 import trio
 
 from logway.gateway.broker import Broker
-from logway.gateway.config import Listener, ServerConfig
-from logway.gateway.server import open_listeners, run_broker
+from logway.gateway.config import BrokerConfig
+from logway.gateway.run import run_broker
+from logway.server.config import Listener
+from logway.server.listeners import open_listeners
 
 
 class InProcessGateway:
@@ -59,7 +61,7 @@ class InProcessGateway:
     async def _main(self) -> None:
         props = {"listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": str(self.data_dir),
                  "group.initial.rebalance.delay.ms": "0", **self.overrides}
-        config = ServerConfig.load(None, props)
+        config = BrokerConfig.load(None, props)
         listeners = await open_listeners(config)
         self.ports = {lst.name: bound.socket.getsockname()[1] for lst, bound in reversed(listeners)}
         self.port = listeners[0][1].socket.getsockname()[1]

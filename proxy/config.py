@@ -7,9 +7,9 @@ import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logway.gateway.config import ConfigError, Listener, ServerConfig, parse_properties, read_properties_file
-from logway.gateway.security.plain import parse_jaas
 from logway.proxy.addresses import BrokerAddressing, parse_node_id_range
+from logway.server.config import ConfigError, Listener, ServerConfig, parse_properties, read_properties_file
+from logway.server.security.plain import parse_jaas
 
 PROXY_DEFAULTS: dict[str, str] = {
     "proxy.upstream.bootstrap.servers": "",

@@ -1,5 +1,5 @@
 """The proxy's Prometheus endpoint: `GET /metrics` on metrics.host:metrics.port, served by the broker's bounded
-HTTP code (gateway/metrics/http.py), with the per-client counters of proxy/filters/client_metrics.py."""
+HTTP code (server/metrics_http.py), with the per-client counters of proxy/filters/client_metrics.py."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import trio
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import generate_latest
 
-from logway.gateway.metrics.http import serve_scrapes
+from logway.server.metrics_http import serve_scrapes
 
 
 async def serve_registry(registry: CollectorRegistry, listeners: list[trio.SocketListener],

@@ -1,8 +1,8 @@
 """One client connection of the proxy: requests forwarded in order to one upstream connection, responses
 sent back in request order, renumbered to the client's correlation ids.
 
-The gateway's Connection reads the client's frames (size checks, the memory budget, TLS, SASL); its
-dispatch here forwards each one and returns at once, so clients may pipeline: a writer task takes the
+The server layer's Connection reads the client's frames (size checks, the memory budget, TLS, SASL) and hands
+each to this session, which forwards it and returns at once, so clients may pipeline: a writer task takes the
 responses in request order (Kafka answers a connection's requests in order), each checked against the
 upstream correlation id the proxy gave its request (the client's own ids need not be unique), rewrites broker
 addresses where a response carries them, passes decoded ones through the filter chain, and sends them.
@@ -19,16 +19,13 @@ import logging
 import socket
 import ssl
 import struct
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from logway.gateway.connection import Connection, ConnectionClosed
-from logway.gateway.security.authorizer import client_host
-from logway.gateway.security.sasl import sasl_gate
-from logway.gateway.tls_connection import TlsConnection
 from logway.proxy.addresses import NodeOutOfRange
 from logway.proxy.api_versions import API_VERSIONS, API_VERSIONS_RANGE, Ranges, api_versions_response
 from logway.proxy.fetch_walk import WALKED_FROM, FetchWalk, TailDoesNotFit, address_growth, rewrite_tail
@@ -58,11 +55,13 @@ from logway.proxy.rewrite import (
 )
 from logway.proxy.splice import Pipe, SourceClosed, SourceStalled
 from logway.proxy.upstream import Upstream, UpstreamError
+from logway.server.connection import Connection, ConnectionClosed, RequestHandler
+from logway.server.security.authorizer import client_host
 from logway.wire.errors import ErrorCode, MalformedRequest
 from logway.wire.protocol import RequestHeader, api_name
 
 if TYPE_CHECKING:
-    from logway.proxy.server import ProxyBroker
+    from logway.proxy.server import Proxy
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +71,6 @@ _SMALL = 64 * 1024  # responses up to this size are read whole and sent in one s
 _READ_AHEAD = 32 * 1024  # a streamed response's fields are received this far ahead (its records are spliced;
 # a response of many small partitions is still read in few receives)
 _STREAM_REQUEST_FROM = _SMALL  # Produce requests at least this large are streamed upstream as they arrive
-_HEAD_READ = 16 * 1024  # the first receive of a request (a small one whole, a large one's head)
-_REQUEST_HEAD = 1024  # ... once this much of them is buffered (the header, transactional id and acks)
 _IOV_MAX = 512  # buffers per sendmsg (Linux allows 1024)
 _COALESCE = 64 * 1024  # small responses already received are sent together up to this many bytes
 _MAX_TAIL = 1024 * 1024  # the most a Fetch response's top-level tagged fields may take
@@ -92,38 +89,46 @@ class Pending:
     decode_response: bool = False  # a filter that saw the request wants its response decoded
 
 
-class ProxySession:
-    """The proxy half of a client connection (mixed into the gateway's Connection classes)."""
+class ProxySession(RequestHandler):
+    """The proxy half of one client connection: its filters, its upstream connection and its writer task."""
 
-    broker: ProxyBroker
-    node_id: int | None = None  # the upstream node this connection's port serves; None = bootstrap
+    answers_inline = False  # the writer task answers, in request order
     filters: list[Filter] = ()
     client: ClientInfo
     upstream: Upstream | None = None
     ranges: Ranges = {}  # what this connection advertises, once its upstream is connected
-    metrics: Any = None  # the broker's ClientMetrics (its on_frame hook counts every frame), if served
+    metrics: Any = None  # the proxy's ClientMetrics (its on_frame hook counts every frame), if served
 
-    async def run(self) -> None:
-        self._queue_in, self._queue_out = trio.open_memory_channel(self.broker.proxy.max_in_flight)
-        self._fit_nodes, self._fit = None, False
+    def __init__(self, proxy: Proxy, conn: Connection, node_id: int | None) -> None:
+        self.proxy = proxy
+        self.conn = conn
+        self.node_id = node_id  # the upstream node this connection's port serves; None = bootstrap
         self._pipe = self._request_pipe = None
-        if not isinstance(self.sock, ssl.SSLSocket):
+        self.stream_from = None  # large Produce requests are streamed upstream once there is a pipe for splice
+
+    @asynccontextmanager
+    async def session(self, conn: Connection) -> AsyncIterator[None]:
+        """The writer task and the splice pipes while the connection serves requests; the upstream closed after."""
+        self._queue_in, self._queue_out = trio.open_memory_channel(self.proxy.settings.max_in_flight)
+        self._fit_nodes, self._fit = None, False
+        if not isinstance(conn.sock, ssl.SSLSocket):
             try:
                 self._pipe = Pipe()  # responses (the writer task)
                 self._request_pipe = Pipe()  # requests (the read loop)
+                self.stream_from = _STREAM_REQUEST_FROM
             except OSError as exc:  # out of file descriptors: large frames are buffered instead
-                log.info("connection from %s: no pipe for splice (%s)", self.peer, exc)
+                log.info("connection from %s: no pipe for splice (%s)", conn.peer, exc)
                 if self._pipe is not None:
                     self._pipe.close()
                 self._pipe = None
-        self.client = ClientInfo(principal=self.principal, host=client_host(self.peer), listener=self.listener.name)
-        self.filters = [factory(self.client) for factory in self.broker.filter_chain(self.listener.name)]
+        self.client = ClientInfo(principal=conn.principal, host=client_host(conn.peer), listener=conn.listener.name)
+        self.filters = [factory(self.client) for factory in self.proxy.filter_chain(conn.listener.name)]
         self._filter_keys = frozenset().union(*(f.api_keys for f in self.filters)) if self.filters else frozenset()
-        self.metrics = self.broker.metrics
+        self.metrics = self.proxy.metrics
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write_responses)
-                await Connection.run(self)
+                yield
                 nursery.cancel_scope.cancel()
         finally:
             for pipe in (self._pipe, self._request_pipe):
@@ -134,63 +139,21 @@ class ProxySession:
 
     # --- requests (the connection's read loop) -------------------------------------------------------
 
-    async def read_frame(self) -> memoryview:
-        """The next request frame to forward; a large Produce (the bulk of the bytes clients send) is
-        streamed upstream here instead, as it arrives: its head from the receive buffer, the rest spliced
-        socket to socket (_stream_request). Anything unusual is left to the gateway's read_frame."""
-        while self._request_pipe is not None:
-            if self.start == self.end:
-                try:
-                    await self._receive_head()
-                except ConnectionClosed:
-                    break  # read_frame reports it
-            if self.end - self.start < SIZE.size:
-                break
-            (size,) = SIZE.unpack_from(self.buf, self.start)
-            total = SIZE.size + size
-            if not 0 <= size <= self.max_frame:
-                break  # refused there
-            if self.end - self.start >= total:  # already whole
-                frame = self.view[self.start + SIZE.size : self.start + total]
-                self.start += total
-                return frame
-            if size < _STREAM_REQUEST_FROM:
-                break
-            try:
-                while self.end - self.start < _REQUEST_HEAD:
-                    await self._receive(_REQUEST_HEAD)
-            except ConnectionClosed:
-                break
-            if self.end - self.start < total and not await self._stream_request(size):
-                break
-        return await Connection.read_frame(self)
+    async def handle(self, conn: Connection, frame: memoryview) -> None:
+        """Forward, never answer inline (the writer task answers in order)."""
+        await self.forward(frame)
 
-    async def _receive_head(self) -> None:
-        """Into the empty receive buffer, at most _HEAD_READ bytes: a large frame's rest stays in the socket,
-        to be spliced (the gateway's receive fills the buffer, which may have grown to hundreds of KB)."""
-        self.start = self.end = 0
-        waited = False
-        while True:
-            try:
-                n = self.sock.recv_into(self.view[:_HEAD_READ])
-                break
-            except BlockingIOError:
-                await self._wait_readable()  # (may size the buffer down: self.view is read again)
-                waited = True
-        if not waited:
-            await trio.lowlevel.checkpoint()  # as the gateway's receive: let the others run
-        if n == 0:
-            raise ConnectionClosed()
-        self.end = n
-        self.io_bytes += n
-        self.peak = max(self.peak, n)
+    async def handle_before_authentication(self, conn: Connection, frame: memoryview) -> list[bytes]:
+        """ApiVersions before SASL authentication: the proxy's own answer, inline."""
+        header, _ = read_request_header(frame)
+        return [await self._api_versions(header)]
 
-    async def _stream_request(self, size: int) -> bool:
+    async def stream_frame(self, conn: Connection, size: int) -> bool:
         """Forward the frame of ``size`` whose head is buffered if it is a Produce no filter looks at: the
         buffered bytes sent, the rest spliced from the client's socket to the upstream's. False (nothing
         done) for any other frame, or a head too short to read the acks from."""
-        head = self.view[self.start + SIZE.size : self.end]
-        if head[0] != 0 or head[1] != PRODUCE_KEY or PRODUCE_KEY in self._filter_keys or self.sasl is not None \
+        head = conn.buffered()[SIZE.size :]
+        if head[0] != 0 or head[1] != PRODUCE_KEY or PRODUCE_KEY in self._filter_keys or conn.sasl is not None \
                 or self.metrics is not None:
             return False
         try:
@@ -201,30 +164,30 @@ class ProxySession:
         upstream = await self._upstream()
         if upstream.socket is None:
             return False
-        self.client.principal, self.client.client_id = self.principal, header.client_id
+        self.client.principal, self.client.client_id = self.conn.principal, header.client_id
         self._check_advertised(header)
         pending = Pending(header.correlation_id, header.api_key, header.api_version, upstream.next_correlation_id())
         set_request_correlation_id(head, pending.upstream_correlation_id)
-        buffered = self.view[self.start : self.end]
+        buffered = conn.buffered()
         rest = SIZE.size + size - len(buffered)
         if len(buffered) > self._request_pipe.capacity // 2:  # a large head (a grown buffer): sent apart
             try:
                 await upstream.send_raw(buffered)
             except UpstreamError as exc:
-                log.info("closing connection from %s: %s", self.peer, exc)
+                log.info("closing connection from %s: %s", self.conn.peer, exc)
                 raise ConnectionClosed() from None
             buffered = b""
         try:
-            self.io_bytes += await self._request_pipe.move(self.sock, upstream.socket, rest,
-                                                           self.broker.config.connections_max_idle_ms / 1000, buffered)
+            self.conn.io_bytes += await self._request_pipe.move(self.conn.sock, upstream.socket, rest,
+                                                           self.proxy.config.connections_max_idle_ms / 1000, buffered)
         except (SourceClosed, SourceStalled) as exc:
             raise MalformedRequest(f"truncated frame: {exc}") from None
         except OSError as exc:
-            log.info("closing connection from %s: %s: send failed: %s", self.peer, upstream, exc)
+            log.info("closing connection from %s: %s: send failed: %s", self.conn.peer, upstream, exc)
             raise ConnectionClosed() from None
         finally:
             del head, buffered
-            self.start = self.end = 0  # the buffer held only this frame's head: its bytes are sent
+            conn.drop_buffered()  # the buffer held only this frame's head: its bytes are sent
         if expects_response:
             await self._queue_in.send(pending)
         return True
@@ -232,7 +195,7 @@ class ProxySession:
     async def forward(self, frame: memoryview) -> None:
         """Forward one request upstream (or answer it) and queue what its response will need."""
         header, pos = read_request_header(frame)
-        self.client.principal, self.client.client_id = self.principal, header.client_id
+        self.client.principal, self.client.client_id = self.conn.principal, header.client_id
         if header.api_key == API_VERSIONS:
             await self._queue_in.send(Pending(header.correlation_id, answer=await self._api_versions(header)))
             return
@@ -259,7 +222,7 @@ class ProxySession:
         try:
             await upstream.send(out)
         except UpstreamError as exc:
-            log.info("closing connection from %s: %s", self.peer, exc)
+            log.info("closing connection from %s: %s", self.conn.peer, exc)
             raise ConnectionClosed() from None
         if expects_response:
             await self._queue_in.send(pending)
@@ -299,23 +262,23 @@ class ProxySession:
 
     async def _upstream(self) -> Upstream:
         if self.upstream is None:
-            cluster = self.broker.cluster
+            cluster = self.proxy.cluster
             try:
                 if self.node_id is None:
                     self.upstream = await cluster.connect_any()
                 else:
                     self.upstream = await cluster.connect_node(self.node_id)
             except UpstreamError as exc:
-                log.info("closing connection from %s: %s", self.peer, exc)
+                log.info("closing connection from %s: %s", self.conn.peer, exc)
                 raise ConnectionClosed() from None
-            self.ranges = self.broker.advertised_ranges(self.upstream.ranges, self.listener.name)
+            self.ranges = self.proxy.advertised_ranges(self.upstream.ranges, self.conn.listener.name)
         return self.upstream
 
     async def _api_versions(self, header: RequestHeader) -> bytes:
         """The proxy's own ApiVersions answer (header v0 always): the advertised ranges."""
-        if self.upstream is None and self.sasl is not None and not self.sasl.authenticated:
+        if self.upstream is None and self.conn.sasl is not None and not self.conn.sasl.authenticated:
             # Before authentication no upstream connection is opened for the client: the cluster's ranges.
-            ranges = self.broker.advertised_ranges(self.broker.cluster.ranges, self.listener.name)
+            ranges = self.proxy.advertised_ranges(self.proxy.cluster.ranges, self.conn.listener.name)
         else:
             await self._upstream()
             ranges = self.ranges
@@ -346,13 +309,13 @@ class ProxySession:
                     await self._flush(out)
         except (UpstreamError, MalformedRequest) as exc:
             await self._flush_quietly(out)
-            log.info("closing connection from %s: %s", self.peer, exc)
+            log.info("closing connection from %s: %s", self.conn.peer, exc)
             self._close_client()
         except OSError:
             self._close_client()
         except Exception:  # a bug: log it with its traceback; only this connection closes
             await self._flush_quietly(out)
-            log.exception("closing connection from %s after an internal error", self.peer)
+            log.exception("closing connection from %s after an internal error", self.conn.peer)
             self._close_client()
 
     async def _flush_quietly(self, out: list[bytes]) -> None:
@@ -377,7 +340,7 @@ class ProxySession:
     def _next_buffered(self) -> bool:
         """Whether the upstream's next response is already whole in its buffer (taking it cannot wait)."""
         upstream = self.upstream
-        return upstream is not None and upstream.whole_frame_size(self.broker.config.socket_request_max_bytes) \
+        return upstream is not None and upstream.whole_frame_size(self.proxy.config.socket_request_max_bytes) \
             is not None
 
     @staticmethod
@@ -386,10 +349,7 @@ class ProxySession:
 
     async def _flush(self, out: list[bytes]) -> None:
         """Send the held responses in one send (gather I/O on a plain socket) and clear ``out``."""
-        if isinstance(self.sock, ssl.SSLSocket):
-            await self.send_all(b"".join(out))
-        else:
-            await self._send_parts(out)
+        await self.conn.send_parts(out)
         out.clear()
 
     async def _relay(self, pending: Pending, out: list[bytes]) -> None:
@@ -399,25 +359,25 @@ class ProxySession:
 
         async def reserve(size: int) -> None:
             nonlocal reserved
-            await self.memory.acquire(self, size)
+            await self.conn.memory.acquire(self.conn, size)
             reserved = size
 
         try:
             await self._relay_within(pending, reserve, out)
         finally:
             if reserved:
-                self.memory.release(reserved)
+                self.conn.memory.release(reserved)
 
     async def _relay_within(self, pending: Pending, reserve, out: list[bytes]) -> None:
         upstream = self.upstream
-        limit = self.broker.config.socket_request_max_bytes
+        limit = self.proxy.config.socket_request_max_bytes
         frame = None
         streamed = False
         size = upstream.whole_frame_size(limit)
         if size is not None and size <= _SMALL:  # received already: taking it cannot wait (no timeout needed)
             frame = await upstream.read_frame(limit, reserve)
         else:
-            with trio.move_on_after(self.broker.proxy.request_timeout):
+            with trio.move_on_after(self.proxy.settings.request_timeout):
                 size = await upstream.next_frame_size(limit)
                 if self._streamable(pending, size):
                     streamed = True
@@ -454,11 +414,7 @@ class ProxySession:
 
     async def _send_large(self, frame: bytes | bytearray) -> None:
         """A large response with its size prefix in one sendmsg (a TLS socket: two sends)."""
-        if isinstance(self.sock, ssl.SSLSocket):
-            await self.send_all(SIZE.pack(len(frame)))
-            await self.send_all(frame)
-            return
-        await self._send_parts([SIZE.pack(len(frame)), frame])
+        await self.conn.send_parts([SIZE.pack(len(frame)), frame])
 
     # --- streaming: a large response sent on while it arrives ------------------------------------------
 
@@ -469,7 +425,7 @@ class ProxySession:
         than the upstream's (or one byte shorter), such responses are buffered and decoded instead."""
         if size <= _SMALL or pending.decode_response or self.metrics is not None or self._pipe is None:
             return False
-        if self.upstream.socket is None or isinstance(self.sock, ssl.SSLSocket):
+        if self.upstream.socket is None or isinstance(self.conn.sock, ssl.SSLSocket):
             return False
         key = pending.api_key
         if key == FETCH_KEY:
@@ -477,9 +433,9 @@ class ProxySession:
         return key not in REWRITTEN_APIS
 
     def _endpoints_fit(self) -> bool:
-        nodes = self.broker.cluster.nodes
+        nodes = self.proxy.cluster.nodes
         if nodes is not self._fit_nodes:
-            addressing = self.broker.addressing[self.listener.name]
+            addressing = self.proxy.addressing[self.conn.listener.name]
             self._fit_nodes, self._fit = nodes, all(_fits(host, node, addressing) for node, (host, _) in nodes.items())
         return self._fit
 
@@ -497,7 +453,7 @@ class ProxySession:
         left = size - 4  # bytes of this frame still to come
         if pending.api_key != FETCH_KEY or pending.api_version < WALKED_FROM:
             await self._pass_through(left, out)
-            await self._send_parts(out)
+            await self.conn.send_parts(out)
             return
         walk = FetchWalk()
         while not walk.at_tail:
@@ -519,15 +475,15 @@ class ProxySession:
             raise UpstreamError(f"{upstream}: Fetch response with {left} bytes of tagged fields")
         await self._upstream_fill(left)
         try:
-            tail = rewrite_tail(upstream.take(left), self.broker.addressing[self.listener.name])
+            tail = rewrite_tail(upstream.take(left), self.proxy.addressing[self.conn.listener.name])
         except (MalformedRequest, TailDoesNotFit) as exc:
             raise UpstreamError(f"{upstream}: streamed Fetch response: {exc}") from None
         out.append(tail)
-        await self._send_parts(out)
+        await self.conn.send_parts(out)
 
     async def _upstream_fill(self, n: int) -> None:
         """Buffer ``n`` bytes of the upstream's stream, at most the stall timeout without a byte."""
-        with trio.move_on_after(self.broker.proxy.request_timeout) as scope:
+        with trio.move_on_after(self.proxy.settings.request_timeout) as scope:
             await self.upstream.fill(n, _READ_AHEAD)
         if scope.cancelled_caught:
             raise UpstreamError(f"{self.upstream}: response stalled for proxy.upstream.request.timeout.ms")
@@ -542,29 +498,12 @@ class ProxySession:
             n -= have
         if not n:
             return
-        await self._send_parts(out)
+        await self.conn.send_parts(out)
         out.clear()
         try:
-            self.io_bytes += await self._pipe.move(upstream.socket, self.sock, n, self.broker.proxy.request_timeout)
+            self.conn.io_bytes += await self._pipe.move(upstream.socket, self.conn.sock, n, self.proxy.settings.request_timeout)
         except (SourceClosed, SourceStalled) as exc:
             raise UpstreamError(f"{upstream}: {exc}") from None
-
-    async def _send_parts(self, parts: list) -> None:
-        """Send ``parts`` in order with sendmsg (gather I/O: no copy to join them); plain sockets only."""
-        views = [memoryview(p) for p in parts if len(p)]
-        while views:
-            try:
-                sent = self.sock.sendmsg(views[:_IOV_MAX])
-            except BlockingIOError:
-                await trio.lowlevel.wait_writable(self.sock)
-                continue
-            self.io_bytes += sent
-            while sent:
-                if sent >= len(views[0]):
-                    sent -= len(views.pop(0))
-                else:
-                    views[0], sent = views[0][sent:], 0
-        await trio.lowlevel.checkpoint()
 
     def _must_decode(self, pending: Pending, frame: bytearray) -> bool:
         key = pending.api_key
@@ -575,7 +514,7 @@ class ProxySession:
         since = NODE_ENDPOINTS_FROM.get(key)
         if since is None:
             return True
-        cluster = self.broker.cluster
+        cluster = self.proxy.cluster
         return pending.api_version >= since and may_carry_endpoints(frame, cluster.markers, len(cluster.nodes))
 
     def _rewritten(self, pending: Pending, frame: bytearray) -> bytes:
@@ -586,8 +525,8 @@ class ProxySession:
             raise UpstreamError(f"{self.upstream}: {exc}") from None
         if key in REWRITTEN_APIS:
             if key in (METADATA, DESCRIBE_CLUSTER):
-                self.broker.cluster.learn(upstream_endpoints(key, response))
-            response = rewrite_addresses(key, response, self.broker.addressing[self.listener.name])
+                self.proxy.cluster.learn(upstream_endpoints(key, response))
+            response = rewrite_addresses(key, response, self.proxy.addressing[self.conn.listener.name])
         response = self._through_filters(key, version, pending.requests, response)
         return encode_response_frame(key, version, pending.client_correlation_id, response)
 
@@ -601,7 +540,7 @@ class ProxySession:
     def _close_client(self) -> None:
         """Shut the client socket down: the read loop ends and the connection closes."""
         try:
-            self.sock.shutdown(socket.SHUT_RDWR)
+            self.conn.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
 
@@ -619,24 +558,3 @@ def _fits(upstream_host: str, node_id: int, addressing) -> bool:
 
 def _framed(frame: bytes) -> bytes:
     return SIZE.pack(len(frame)) + frame
-
-
-async def proxy_dispatch(conn: ProxySession, frame: memoryview) -> None:
-    """The connection's dispatch: forward, never answer inline (the writer task answers in order)."""
-    await conn.forward(frame)
-
-
-async def proxy_sasl_gate(conn: ProxySession, frame: memoryview):
-    """Before SASL authentication: ApiVersions is the proxy's; SaslHandshake/SaslAuthenticate the gateway's."""
-    if len(frame) >= 2 and frame[0] == 0 and frame[1] == API_VERSIONS and not conn.sasl.raw:
-        header, _ = read_request_header(frame)
-        return [await conn._api_versions(header)]
-    return await sasl_gate(conn, frame)
-
-
-class ProxyConnection(ProxySession, Connection):
-    dispatch = staticmethod(proxy_dispatch)
-
-
-class ProxyTlsConnection(ProxySession, TlsConnection):
-    dispatch = staticmethod(proxy_dispatch)

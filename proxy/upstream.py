@@ -16,10 +16,10 @@ from typing import Any
 
 import trio
 
-from logway.gateway.security.scram import ScramClient, ScramError
 from logway.proxy.api_versions import API_VERSIONS, Ranges, parse_ranges
 from logway.proxy.config import UpstreamSecurity
 from logway.proxy.frames import decode_response, encode_request, response_correlation_id
+from logway.server.security.scram import ScramClient, ScramError
 from logway.wire.errors import MalformedRequest
 from logway.wire.protocol import RequestHeader, build, request_type
 

@@ -21,7 +21,7 @@ def local_gateway(data_dir: str) -> Iterator[str]:
         port = s.getsockname()[1]
     listener = f"PLAINTEXT://127.0.0.1:{port}"
     log = open(f"{data_dir}-gateway.log", "ab")
-    proc = subprocess.Popen([sys.executable, "-m", "logway.gateway", "serve", "--listeners", listener,
+    proc = subprocess.Popen([sys.executable, "-m", "logway.cli", "serve", "--listeners", listener,
                              "--advertised-listeners", listener, "--log-dirs", data_dir],
                             stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
     try:

@@ -16,7 +16,7 @@ from kafka.errors import CommitFailedError, RebalanceInProgressError
 from kafka.structs import OffsetAndMetadata
 
 from compat_tests.kafka.cluster import java
-from logway.gateway.cli import main
+from logway.cli.main import main
 
 GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from compat_tests.kafka.cluster import java
-from logway.gateway.cli import main
+from logway.cli.main import main
 from logway.wire.records import ControlType, build_batch, build_end_txn_marker
 
 DUMP_LOG = "org.apache.kafka.tools.DumpLogSegments"

@@ -30,7 +30,7 @@ BASE_TS = 1_700_000_000_000
 
 
 def logway_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "logway.gateway", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "logway.cli", *args], capture_output=True, text=True,
                           timeout=120, cwd=Path(__file__).parents[2])
 
 

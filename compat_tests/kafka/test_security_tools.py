@@ -41,7 +41,7 @@ def secured(tmp_path_factory) -> Iterator[tuple[GatewayProcess, dict, dict[str, 
     base = tmp_path_factory.mktemp("secured")
     certs = make_certs(base)
     data = base / "data"
-    subprocess.run([sys.executable, "-m", "logway.gateway", "users", "add", "--log-dirs", str(data), "--user",
+    subprocess.run([sys.executable, "-m", "logway.cli", "users", "add", "--log-dirs", str(data), "--user",
                     "alice", "--password", "alice-secret"], check=True)
     gw = GatewayProcess(data)
     ports = {"SASL_SSL": free_port(), "SSL": free_port(), "MTLS": free_port()}

@@ -376,7 +376,7 @@ def test_acl_command_adds_lists_and_removes_acls(tmp_path: Path) -> None:
         tool(ACLS, *server, "--remove", "--force", "--topic", "*")
         listed = tool(ACLS, *server, "--list").stdout
         assert "User:mallory" not in listed and "User:alice" in listed
-        assert {(a.name, a.principal) for a in gateway.broker.authorizer.acls} == {
+        assert {(a.name, a.principal) for a in gateway.broker.realm.authorizer.acls} == {
             ("pay-", "User:alice"), ("billing", "User:alice")}
     finally:
         gateway.stop()

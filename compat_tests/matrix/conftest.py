@@ -39,7 +39,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ARG001
     if not _matrix.cells:
         return
-    broker = os.environ.get("LOGWAY_TEST_BOOTSTRAP") or "Logway (python -m logway.gateway serve)"
+    broker = os.environ.get("LOGWAY_TEST_BOOTSTRAP") or "Logway (python -m logway.cli serve)"
     text = _matrix.markdown(broker if broker.startswith("Logway") else f"external broker {broker}")
     # LOGWAY_MATRIX_MD: where a run of compat_tests/proxy_matrix.py writes its own (several run at once).
     path = Path(os.environ.get("LOGWAY_MATRIX_MD") or MATRIX_MD)

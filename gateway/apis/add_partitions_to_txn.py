@@ -11,8 +11,8 @@ others OPERATION_NOT_ATTEMPTED); otherwise one error for all partitions from the
 from __future__ import annotations
 
 from logway.gateway.broker import now_ms
-from logway.gateway.security.authorizer import Operation, ResourceType
 from logway.gateway.transactions import fenced_for_version
+from logway.server.security.authorizer import Operation, ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 

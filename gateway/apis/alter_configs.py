@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 
-from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
+from logway.server.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.storage.config import LogConfig
 from logway.storage.errors import InvalidConfig
 from logway.wire.errors import ErrorCode, KafkaError

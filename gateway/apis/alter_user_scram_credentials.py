@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from logway.gateway.security.scram import MAX_ITERATIONS, MECHANISM_IDS, MIN_ITERATIONS, credential_from_salted_password
+from logway.server.security.scram import MAX_ITERATIONS, MECHANISM_IDS, MIN_ITERATIONS, credential_from_salted_password
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -34,7 +34,7 @@ def _invalid(name: str, mechanism: int, iterations: int | None) -> tuple[ErrorCo
 
 
 async def handle(ctx, request):
-    store = ctx.broker.credentials
+    store = ctx.realm.credentials
     errors: dict[str, tuple[ErrorCode, str]] = {}
     changes = [(u.name, u.mechanism, u) for u in request.upsertions] + [(d.name, d.mechanism, None) for d in request.deletions]
     for name, mechanism, upsertion in changes:

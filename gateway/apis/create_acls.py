@@ -9,8 +9,8 @@ CLUSTER_AUTHORIZATION_FAILED); without an authorizer every creation gets SECURIT
 
 from __future__ import annotations
 
-from logway.gateway.apis.acls import creation_binding
-from logway.gateway.security.authorizer import AclError
+from logway.server.security.acl_bindings import creation_binding
+from logway.server.security.authorizer import AclError
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -25,7 +25,7 @@ def _answer(ctx, results: list[dict]) -> object:
 
 async def handle(ctx, request):
     bindings = [creation_binding(c) for c in request.creations]
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.realm.authorizer
     if authorizer is None:
         return _answer(ctx, [{"error_code": ErrorCode.security_disabled, "error_message": "No Authorizer is configured."}
                              for _ in bindings])
@@ -39,5 +39,5 @@ async def handle(ctx, request):
         authorizer.add(binding)
         results.append({"error_code": ErrorCode.none, "error_message": None})
     if any(r["error_code"] == ErrorCode.none for r in results):
-        await ctx.broker.save_acls()
+        await ctx.realm.save_acls()
     return _answer(ctx, results)

@@ -10,7 +10,7 @@ The partitions are made in chunks on a worker thread (Broker.create_topic): othe
 
 from __future__ import annotations
 
-from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
+from logway.server.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.storage.config import LogConfig
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type

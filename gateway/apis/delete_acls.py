@@ -8,7 +8,7 @@ AclControlManager.deleteAcls does), and the change is persisted before the answe
 
 from __future__ import annotations
 
-from logway.gateway.apis.acls import binding_fields, request_filter
+from logway.server.security.acl_bindings import binding_fields, request_filter
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -27,7 +27,7 @@ def _failed(filters, error: ErrorCode, message: str | None) -> list[dict]:
 
 async def handle(ctx, request):
     filters = [request_filter(f) for f in request.filters]
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.realm.authorizer
     if authorizer is None:
         return _answer(ctx, _failed(filters, ErrorCode.security_disabled, "No Authorizer is configured."))
     results = []
@@ -40,5 +40,5 @@ async def handle(ctx, request):
         results.append({"error_code": ErrorCode.none, "error_message": None, "matching_acls": [
             {"error_code": ErrorCode.none, "error_message": None, **binding_fields(acl)} for acl in matched]})
     if deleted:
-        await ctx.broker.save_acls()
+        await ctx.realm.save_acls()
     return _answer(ctx, results)

@@ -8,7 +8,7 @@ INVALID_TOPIC_EXCEPTION, as Kafka answers both.
 from __future__ import annotations
 
 from logway.gateway.apis.metadata import INTERNAL_TOPICS
-from logway.gateway.security.authorizer import Operation, ResourceType
+from logway.server.security.authorizer import Operation, ResourceType
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
 

@@ -7,7 +7,7 @@ authorizer the answer is SECURITY_DISABLED; otherwise the ACLs the filter matche
 
 from __future__ import annotations
 
-from logway.gateway.apis.acls import request_filter
+from logway.server.security.acl_bindings import request_filter
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -23,7 +23,7 @@ def _answer(ctx, error: ErrorCode, message: str | None, resources: list) -> obje
 
 async def handle(ctx, request):
     acl_filter = request_filter(request)
-    authorizer = ctx.broker.authorizer
+    authorizer = ctx.realm.authorizer
     if authorizer is None:
         return _answer(ctx, ErrorCode.security_disabled, "No Authorizer is configured on the broker", [])
     grouped: dict[tuple, list] = {}

@@ -3,7 +3,7 @@ refused with UNSUPPORTED_ENDPOINT_TYPE, as a broker does)."""
 
 from __future__ import annotations
 
-from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
+from logway.server.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -17,7 +17,7 @@ BROKERS_ENDPOINT = 1
 
 async def handle(ctx, request):
     broker = ctx.broker
-    adv = ctx.connection.advertised
+    adv = ctx.advertised
     endpoint_type = getattr(request, "endpoint_type", BROKERS_ENDPOINT)
     error = ErrorCode.none if endpoint_type == BROKERS_ENDPOINT else ErrorCode.unsupported_endpoint_type
     operations = AUTHORIZED_OPERATIONS_OMITTED

@@ -18,7 +18,7 @@ import dataclasses
 
 from logway.gateway.broker_config_types import KAFKA_BROKER_CONFIGS, NOT_KAFKA_CONFIGS
 from logway.gateway.config import BROKER_DEFAULTS
-from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
+from logway.server.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.storage.config import BROKER_TO_TOPIC, LogConfig
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type

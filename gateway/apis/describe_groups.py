@@ -8,7 +8,7 @@ groups, as Kafka does.
 
 from __future__ import annotations
 
-from logway.gateway.security.authorizer import ResourceType
+from logway.server.security.authorizer import ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 

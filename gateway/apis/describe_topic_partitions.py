@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 
 from logway.gateway.apis.metadata import INTERNAL_TOPICS
-from logway.gateway.security.authorizer import Operation, ResourceType
+from logway.server.security.authorizer import Operation, ResourceType
 from logway.storage.errors import InvalidTopic
 from logway.storage.topic import validate_topic_name
 from logway.wire.errors import ErrorCode

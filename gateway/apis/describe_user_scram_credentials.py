@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from logway.gateway.security.scram import MECHANISM_IDS
+from logway.server.security.scram import MECHANISM_IDS
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -27,7 +27,7 @@ def _described(user: str, mechanisms: dict) -> dict:
 
 
 async def handle(ctx, request):
-    users = ctx.broker.credentials.users()
+    users = ctx.realm.credentials.users()
     names = [u.name for u in request.users or ()]
     if not names:
         results = [_described(user, mechs) for user, mechs in sorted(users.items())]

@@ -34,7 +34,7 @@ import trio
 from logway.gateway.cold_reads import page_in
 from logway.gateway.fetch_sessions import FINAL_EPOCH
 from logway.gateway.metrics.stats import BrokerStats
-from logway.gateway.security.authorizer import Operation
+from logway.server.security.authorizer import Operation
 from logway.storage.errors import UnknownTopicOrPartition
 from logway.storage.partition_log import PartitionLog
 from logway.storage.residency import cached

@@ -21,7 +21,7 @@ _NO_NODE = {"node_id": -1, "host": "", "port": -1, "error_code": ErrorCode.inval
 
 async def handle(ctx, request):
     broker = ctx.broker
-    adv = ctx.connection.advertised
+    adv = ctx.advertised
     node = {"node_id": broker.node_id, "host": adv.host or "127.0.0.1", "port": adv.port,
             "error_code": ErrorCode.none, "error_message": None}
     if ctx.version >= 1 and request.key_type not in (GROUP, TRANSACTION):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 
-from logway.gateway.security.authorizer import CLUSTER_NAME, Operation, ResourceType
+from logway.server.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.storage.errors import UnknownTopicOrPartition
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
@@ -126,7 +126,7 @@ async def handle(ctx, request):
         for entry in entries:
             if entry["error_code"] == ErrorCode.none:
                 entry["topic_authorized_operations"] = ctx.authorized_operations(ResourceType.TOPIC, entry["name"])
-    adv = ctx.connection.advertised
+    adv = ctx.advertised
     return build(response_type(API_KEY, ctx.version), {
         "throttle_time": 0,
         "brokers": [{"node_id": broker.node_id, "host": adv.host or "127.0.0.1", "port": adv.port, "rack": None}],

@@ -27,7 +27,7 @@ def _topics(result) -> list[dict]:
 
 async def _fetch(ctx, group_id: str, topics, require_stable: bool = False) -> tuple[list[dict], int]:
     """One group's committed offsets as (topics, error code); the ACL checks (GROUP DESCRIBE, TOPIC DESCRIBE)
-    are the shared ones dispatch applies (gateway/security/request_acls.py)."""
+    are the shared ones dispatch applies (server/security/request_acls.py)."""
     groups = ctx.broker.groups
     partitions = None if topics is None else [(t.name, int(i)) for t in topics for i in t.partition_indexes]
     result = await groups.call(groups.coordinator.offset_fetch, group_id=group_id, partitions=partitions,

@@ -24,7 +24,7 @@ import trio
 
 from logway.gateway.broker import now_ms
 from logway.gateway.metrics.stats import BrokerStats
-from logway.gateway.security.authorizer import Operation, ResourceType
+from logway.server.security.authorizer import Operation, ResourceType
 from logway.storage.errors import RecordErrors, UnknownTopicOrPartition
 from logway.wire.batch import (
     ATTRIBUTES_POS,
@@ -95,14 +95,14 @@ def _check_transactional(ctx, transactional_id: str | None, topic: str, index: i
 async def handle(ctx, _request):
     version = ctx.header.api_version
     request = decode_produce_request(ctx.frame, ctx.body_pos, version)
-    broker = ctx.connection.broker
+    broker = ctx.broker
     acks = request.acks
     topics_out = []
     failures = []
     now = now_ms()
     # KafkaApis.handleProduceRequest: TOPIC WRITE per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
     denied = None
-    if broker.authorizer is not None:
+    if ctx.realm.authorizer is not None:
         denied = ctx.denied_topics(Operation.WRITE, (t.name or "" for t in request.topics))
     for topic in request.topics:
         name = topic.name or ""

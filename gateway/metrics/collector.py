@@ -22,13 +22,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import trio
 from prometheus_client import Metric
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import generate_latest
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.utils import floatToGoString
 
-from logway.gateway.metrics.stats import LATENCY_BOUNDS_MS, request_label
+from logway.server.metrics_http import serve_scrapes
+from logway.server.stats import LATENCY_BOUNDS_MS, request_label
 
 if TYPE_CHECKING:
     from logway.gateway.broker import Broker
@@ -453,3 +455,15 @@ def render(snapshot: Snapshot) -> bytes:
     cache: dict[tuple[str, ...], dict[tuple[str, ...], str]] = {}
     tables = "".join(table.text(cache) for table in collector.tables()).encode()
     return tables + generate_latest(_Collectors((_Small(collector), _PROCESS)))  # type: ignore[arg-type]
+
+
+async def serve_metrics(broker: Broker, listeners: list[trio.SocketListener],
+                        task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Answer scrapes of the broker until cancelled: the live state is copied on the event loop, the text is
+    formatted in a worker thread."""
+
+    async def body(limiter: trio.CapacityLimiter) -> bytes:
+        snapshot = take_snapshot(broker)
+        return await trio.to_thread.run_sync(render, snapshot, limiter=limiter)
+
+    await serve_scrapes(body, listeners, task_status=task_status)

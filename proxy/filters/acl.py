@@ -1,6 +1,6 @@
 """ACLs at the proxy: the gateway's authorizer (Kafka's StandardAuthorizer semantics) on the principal the
 client authenticated as at the proxy, for every API the proxy forwards under ACLs, with Kafka's rules and
-error codes per topic, group, transactional id and partition (``gateway/security/request_acls.py``).
+error codes per topic, group, transactional id and partition (``server/security/request_acls.py``).
 
 What the principal may not use never reaches the upstream: a request naming only denied resources is
 answered by the proxy; one naming some is forwarded without them, and their errors are added to the
@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from logway.gateway.security.authorizer import Authorizer
-from logway.gateway.security.request_acls import (
+from logway.proxy.filters.base import Answer, ClientInfo
+from logway.server.security.authorizer import Authorizer
+from logway.server.security.request_acls import (
     RULES,
     UNRESTRICTED,
     VERSION_CAPS,
@@ -24,7 +25,6 @@ from logway.gateway.security.request_acls import (
     Decision,
     authorize_request,
 )
-from logway.proxy.filters.base import Answer, ClientInfo
 
 __all__ = ["AclFilter", "RULES", "VERSION_CAPS", "acl_filter_factory"]
 PRODUCE = 0

@@ -1,6 +1,6 @@
 """`python -m logway.spark.pipeline [--bootstrap HOST:PORT]`: generate page views, run the job, print and check results.
 
-Without --bootstrap it starts a throw-away Logway gateway (`python -m logway.gateway serve`) on a free port.
+Without --bootstrap it starts a throw-away Logway gateway (`python -m logway.cli serve`) on a free port.
 """
 
 from __future__ import annotations

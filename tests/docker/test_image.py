@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from logway.gateway.health import Unhealthy, check
+from logway.cli.health import Unhealthy, check
 
 from .conftest import REPO, Image, Podman, run
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from logway.gateway.security.authorizer import (
+from logway.server.security.authorizer import (
     AclBinding,
     AclError,
     AclFilter,

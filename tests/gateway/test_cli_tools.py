@@ -24,7 +24,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import CommitFailedError, RebalanceInProgressError
 from polling import wait_for
 
-from logway.gateway.cli import main
+from logway.cli.main import main
 from logway.gateway.in_process import InProcessGateway
 from logway.wire.records import ControlType, build_batch, build_end_txn_marker
 
@@ -44,7 +44,7 @@ def logway(*args: str, ok: bool = True, process: bool = False) -> subprocess.Com
     """`logway ARGS` through cli.main in this process (a child process costs a second of imports on a busy
     machine), or with ``process`` as a child process; with ``ok`` fail the test unless it exits 0."""
     if process:
-        proc = subprocess.run([sys.executable, "-m", "logway.gateway", *args], capture_output=True, text=True,
+        proc = subprocess.run([sys.executable, "-m", "logway.cli", *args], capture_output=True, text=True,
                               timeout=60)
     else:
         out, err = io.StringIO(), io.StringIO()
@@ -383,7 +383,7 @@ def test_dump_log_shows_transaction_markers(tmp_path: Path) -> None:
 
 def test_command_config_carries_java_client_security_properties(tmp_path: Path) -> None:
     """kafka-*.sh's --command-config file (Java property names, a JAAS line) logs in over SASL/SCRAM."""
-    from logway.gateway.security.credentials import CredentialStore
+    from logway.server.security.credentials import CredentialStore
 
     data = tmp_path / "data"
     data.mkdir()

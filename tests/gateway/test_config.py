@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from logway.gateway.cli import build_parser, config_from_args
-from logway.gateway.config import ConfigError, ServerConfig, parse_properties
+from logway.cli.main import build_parser, config_from_args
+from logway.gateway.config import BrokerConfig
+from logway.server.config import ConfigError, parse_properties
 
 
 def test_properties_format():
@@ -24,7 +25,7 @@ def test_properties_format():
 
 
 def test_kafka_defaults():
-    config = ServerConfig.load(None, {"log.dirs": "/tmp/x"})
+    config = BrokerConfig.load(None, {"log.dirs": "/tmp/x"})
     assert config.num_partitions == 1
     assert config.auto_create_topics is True
     assert config.socket_request_max_bytes == 104857600
@@ -34,9 +35,9 @@ def test_kafka_defaults():
 
 
 def test_log_retention_precedence_ms_over_minutes_over_hours():
-    config = ServerConfig.load(None, {"log.retention.hours": "1", "log.retention.minutes": "2"})
+    config = BrokerConfig.load(None, {"log.retention.hours": "1", "log.retention.minutes": "2"})
     assert config.log_config.retention_ms == 120000
-    config = ServerConfig.load(None, {"log.retention.minutes": "2", "log.retention.ms": "5"})
+    config = BrokerConfig.load(None, {"log.retention.minutes": "2", "log.retention.ms": "5"})
     assert config.log_config.retention_ms == 5
 
 
@@ -63,4 +64,4 @@ def test_cli_flags_override_the_file(tmp_path):
 ])
 def test_bad_values_are_rejected_at_start(props):
     with pytest.raises((ConfigError, ValueError)):
-        ServerConfig.load(None, props)
+        BrokerConfig.load(None, props)

@@ -17,7 +17,8 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from raw_requests import read_frame
 
-from logway.gateway.config import ConfigError, ServerConfig, parse_connection_overrides
+from logway.gateway.config import BrokerConfig
+from logway.server.config import ConfigError, parse_connection_overrides
 
 MiB = 1024 * 1024
 
@@ -272,7 +273,7 @@ def test_small_request_budget_still_serves_every_producer(gateway_process):
 
 def test_connection_limit_config_is_validated_as_kafka_does():
     assert parse_connection_overrides("127.0.0.2:3, ::1:4") == {"127.0.0.2": 3, "::1": 4}
-    config = ServerConfig.load(None, {})
+    config = BrokerConfig.load(None, {})
     assert (config.max_connections, config.max_connections_per_ip, config.connections_max_idle_ms,
             config.queued_max_request_bytes) == (2147483647, 2147483647, 600000, -1)
     for bad, message in [
@@ -282,7 +283,7 @@ def test_connection_limit_config_is_validated_as_kafka_does():
         ({"max.connections.per.ip.overrides": "127.0.0.1"}, "is not host:count"),
     ]:
         with pytest.raises(ConfigError, match=message):
-            ServerConfig.load(None, bad)
+            BrokerConfig.load(None, bad)
 
 
 def test_idle_connection_gives_its_grown_buffer_back(gateway_process):

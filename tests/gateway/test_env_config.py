@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import logging
 
-from logway.gateway.cli import build_parser, config_from_args
+from logway.cli.main import build_parser, config_from_args
 from logway.gateway.config import broker_keys, environment_properties
-from logway.gateway.env_config import confluent_key, env_name
+from logway.server.env_config import confluent_key, env_name
 
 
 def serve_config(tmp_path, environ, *flags):
@@ -67,7 +67,7 @@ def test_flags_over_environment_over_file(tmp_path):
 
 
 def test_unknown_name_warns_like_a_file_key(tmp_path, caplog):
-    with caplog.at_level(logging.WARNING, "logway.gateway.config"):
+    with caplog.at_level(logging.WARNING, "logway.server.config"):
         config = serve_config(tmp_path, {"LOGWAY_NUM_PARTITION": "3", "LOGWAY_ZOOKEEPER_CONNECT": "zk:2181"})
     assert "unknown config num.partition (did you mean num.partitions?); ignored" in config.warnings
     assert "config zookeeper.connect is a Kafka setting that does not apply to Logway; ignored" in config.warnings
@@ -75,7 +75,7 @@ def test_unknown_name_warns_like_a_file_key(tmp_path, caplog):
 
 
 def test_users_command_reads_log_dirs_from_the_environment(tmp_path, monkeypatch, capsys):
-    from logway.gateway.cli import main
+    from logway.cli.main import main
 
     monkeypatch.setenv("LOGWAY_LOG_DIRS", str(tmp_path / "data"))
     assert main(["users", "add", "--user", "alice", "--password", "pw", "--iterations", "4096"]) == 0

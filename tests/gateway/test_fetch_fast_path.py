@@ -59,13 +59,13 @@ def test_answers_are_the_general_paths_answers(logway):
     ids = {name: broker.logs.topics[name].topic_id for name in TOPICS}
     ids["unknown"] = uuid.UUID(int=12345)
     ends = {name: [plog.high_watermark for plog in broker.logs.topics[name].partitions] for name in TOPICS}
-    connection = types.SimpleNamespace(broker=broker, principal="User:ANONYMOUS", peer="127.0.0.1:1")
+    connection = types.SimpleNamespace(realm=broker.realm, principal="User:ANONYMOUS", peer="127.0.0.1:1")
 
     async def both(version: int, data: dict, correlation_id: int) -> tuple[list, list]:
         body = encode_body(build(request_type(1, version), data))
         head = struct.pack(">hhih", 1, version, correlation_id, 1) + b"x" + (b"\x00" if version >= 12 else b"")
         frame = memoryview(bytearray(head + body))
-        ctx = RequestContext(connection, RequestHeader(1, version, correlation_id, "x"), frame, len(head))
+        ctx = RequestContext(connection, broker, RequestHeader(1, version, correlation_id, "x"), frame, len(head))
         new = await fetch.handle(ctx, None)
         old = await fetch._serve(ctx, decode_body(1, version, bytes(frame), len(head)), None, None)
         return new, old
@@ -89,14 +89,14 @@ def test_quiet_incremental_sessions_answer_as_the_full_pass(logway):
     producer = KafkaProducer(bootstrap_servers=logway.bootstrap)
     broker = logway.broker
     ids = {name: broker.logs.topics[name].topic_id for name in TOPICS}
-    connection = types.SimpleNamespace(broker=broker, principal="User:ANONYMOUS", peer="127.0.0.1:1")
+    connection = types.SimpleNamespace(realm=broker.realm, principal="User:ANONYMOUS", peer="127.0.0.1:1")
     rng = random.Random(227)
 
     async def send(version: int, data: dict, correlation_id: int, quiet_check: bool) -> list:
         body = encode_body(build(request_type(1, version), data))
         head = struct.pack(">hhih", 1, version, correlation_id, 1) + b"x" + (b"\x00" if version >= 12 else b"")
         frame = memoryview(bytearray(head + body))
-        ctx = RequestContext(connection, RequestHeader(1, version, correlation_id, "x"), frame, len(head))
+        ctx = RequestContext(connection, broker, RequestHeader(1, version, correlation_id, "x"), frame, len(head))
         return await fetch._serve(ctx, decode_body(1, version, bytes(frame), len(head)), None, None,
                                   quiet_check=quiet_check)
 

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from logway.gateway.health import Unhealthy, check
+from logway.cli.health import Unhealthy, check
 
 
 def test_a_gateway_is_healthy(logway):

@@ -1,5 +1,5 @@
 """Kafka's key and trust stores as Java's keytool writes them, loaded into a Python ssl context
-(gateway/security/keystores.py): PKCS12 keystores and truststores, wrong passwords, JKS refused."""
+(server/security/keystores.py): PKCS12 keystores and truststores, wrong passwords, JKS refused."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from logway.gateway.security.keystores import StoreError, load_keystore, load_truststore
+from logway.server.security.keystores import StoreError, load_keystore, load_truststore
 
 pytestmark = pytest.mark.skipif(shutil.which("keytool") is None, reason="needs Java's keytool")
 

@@ -20,7 +20,7 @@ def free_port() -> int:
 
 def serve_second(data_dir: Path) -> subprocess.CompletedProcess:
     listener = f"PLAINTEXT://127.0.0.1:{free_port()}"
-    cmd = [sys.executable, "-m", "logway.gateway", "serve", "--listeners", listener,
+    cmd = [sys.executable, "-m", "logway.cli", "serve", "--listeners", listener,
            "--advertised-listeners", listener, "--log-dirs", str(data_dir)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=30, cwd=ROOT)
 

@@ -24,7 +24,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from logway.gateway.metrics.collector import BrokerCollector, GroupRow, Snapshot, _quantile, render
-from logway.gateway.metrics.stats import LATENCY_BOUNDS_MS
+from logway.server.stats import LATENCY_BOUNDS_MS
 
 TOPIC = "metered"
 GROUP = "metered-group"
@@ -47,7 +47,7 @@ class Gateway:
         self.port = free_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         listener = f"PLAINTEXT://{self.bootstrap}"
-        cmd = [sys.executable, "-m", "logway.gateway", "serve", "--listeners", listener, "--log-dirs", str(data_dir)]
+        cmd = [sys.executable, "-m", "logway.cli", "serve", "--listeners", listener, "--log-dirs", str(data_dir)]
         for override in overrides:
             cmd += ["--override", override]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -235,7 +235,7 @@ def test_a_metrics_port_in_use_is_a_one_line_start_up_error(tmp_path: Path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        cmd = [sys.executable, "-m", "logway.gateway", "serve", "--listeners", f"PLAINTEXT://127.0.0.1:{free_port()}",
+        cmd = [sys.executable, "-m", "logway.cli", "serve", "--listeners", f"PLAINTEXT://127.0.0.1:{free_port()}",
                "--log-dirs", str(tmp_path / "data"), "--override", f"metrics.port={port}"]
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr

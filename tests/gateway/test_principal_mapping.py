@@ -1,11 +1,11 @@
-"""ssl.principal.mapping.rules (gateway/security/principal_mapping.py) against the cases of Kafka's
+"""ssl.principal.mapping.rules (server/security/principal_mapping.py) against the cases of Kafka's
 SslPrincipalMapperTest: which rules parse, which are refused, and what each DN maps to."""
 
 from __future__ import annotations
 
 import pytest
 
-from logway.gateway.security.principal_mapping import NoMatchingRule, PrincipalMapper
+from logway.server.security.principal_mapping import NoMatchingRule, PrincipalMapper
 
 KAFKA_RULES = ", ".join([
     "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L",

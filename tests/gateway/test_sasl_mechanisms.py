@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from logway.gateway.cli import main
-from logway.gateway.security.credentials import FILE_NAME, CredentialStore
-from logway.gateway.security.plain import PlainError, authenticate, parse_jaas, plain_users
-from logway.gateway.security.scram import ScramAuthenticationError, ScramError, ScramServer, make_credential
+from logway.cli.main import main
+from logway.server.security.credentials import FILE_NAME, CredentialStore
+from logway.server.security.plain import PlainError, authenticate, parse_jaas, plain_users
+from logway.server.security.scram import ScramAuthenticationError, ScramError, ScramServer, make_credential
 
 # RFC 7677 section 3 (SCRAM-SHA-256) and RFC 5802 section 5 uses user "user", password "pencil".
 RFC7677 = {

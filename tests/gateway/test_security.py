@@ -15,9 +15,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from logway.gateway.config import ServerConfig
+from logway.gateway.config import BrokerConfig
 from logway.gateway.in_process import InProcessGateway
-from logway.gateway.security.credentials import CredentialStore
+from logway.server.security.credentials import CredentialStore
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tls_certs import make_certs  # noqa: E402
@@ -235,7 +235,7 @@ def test_plaintext_client_on_tls_port_and_tls_client_on_plaintext_port(gateway, 
 
 @pytest.mark.parametrize("cert", ["untrusted", "expired", None])
 def test_mtls_refuses_bad_or_missing_client_certificates(gateway, certs, cert, caplog):
-    caplog.set_level(logging.INFO, logger="logway.gateway.tls_connection")
+    caplog.set_level(logging.INFO, logger="logway.server.tls_connection")
     context = ssl.create_default_context(cafile=certs["ca"])
     if cert:
         context.load_cert_chain(certs[cert], certs[cert + "_key"])
@@ -250,13 +250,13 @@ def test_mtls_refuses_bad_or_missing_client_certificates(gateway, certs, cert, c
 
 
 def test_mtls_principal_is_the_certificate_subject(gateway, certs, caplog):
-    caplog.set_level(logging.DEBUG, logger="logway.gateway.tls_connection")
+    caplog.set_level(logging.DEBUG, logger="logway.server.tls_connection")
     AdminClient(_client_conf(gateway, certs, "MTLS")).list_topics(timeout=10)
     assert any("authenticated as User:CN=alice,OU=Eng,O=Acme,C=US" in r.getMessage() for r in caplog.records)
 
 
 def test_config_reads_kafka_security_settings_without_warnings(certs, tmp_path):
-    config = ServerConfig({
+    config = BrokerConfig({
         "listeners": "SASL_SSL://127.0.0.1:9094", "log.dirs": str(tmp_path),
         "ssl.keystore.type": "PEM", "ssl.keystore.location": certs["server_encrypted"],
         "ssl.key.password": "key-secret", "ssl.enabled.protocols": "TLSv1.3",
@@ -277,18 +277,18 @@ def test_config_reads_kafka_security_settings_without_warnings(certs, tmp_path):
     ({"ssl.keystore.type": "PEM", "ssl.keystore.location": "SERVER", "ssl.key.password": "wrong"}, "key"),
 ])
 def test_bad_ssl_settings_are_one_line_errors(certs, tmp_path, props, message):
-    from logway.gateway.config import ConfigError
+    from logway.server.config import ConfigError
 
     props = {k: (certs["server_encrypted"] if v == "SERVER" else v) for k, v in props.items()}
     with pytest.raises(ConfigError, match=message):
-        ServerConfig({"listeners": "SSL://127.0.0.1:9093", "log.dirs": str(tmp_path), **props})
+        BrokerConfig({"listeners": "SSL://127.0.0.1:9093", "log.dirs": str(tmp_path), **props})
 
 
 def test_serve_with_an_unreadable_keystore_is_one_line(tmp_path):
     import subprocess
 
     proc = subprocess.run(
-        [sys.executable, "-m", "logway.gateway", "serve", "--listeners", "SSL://127.0.0.1:0", "--log-dirs",
+        [sys.executable, "-m", "logway.cli", "serve", "--listeners", "SSL://127.0.0.1:0", "--log-dirs",
          str(tmp_path), "--override", "ssl.keystore.type=PEM", "--override", "ssl.keystore.location=/nonexistent.pem"],
         capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
@@ -423,8 +423,8 @@ def test_unknown_mechanism_and_authenticate_before_handshake_are_refused(gateway
 
 
 def test_inter_broker_mechanism_is_accepted_with_a_warning(tmp_path, caplog):
-    caplog.set_level(logging.WARNING, logger="logway.gateway.config")
-    config = ServerConfig({"listeners": "SASL_PLAINTEXT://127.0.0.1:9095", "log.dirs": str(tmp_path),
+    caplog.set_level(logging.WARNING, logger="logway.server.config")
+    config = BrokerConfig({"listeners": "SASL_PLAINTEXT://127.0.0.1:9095", "log.dirs": str(tmp_path),
                            "sasl.enabled.mechanisms": "SCRAM-SHA-256",
                            "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-256",
                            "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "SCRAM-SHA-512",

@@ -27,7 +27,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from logway.gateway.security.credentials import CredentialStore
+from logway.server.security.credentials import CredentialStore
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tls_certs import make_certs  # noqa: E402
@@ -100,7 +100,7 @@ class Gateway:
 
     def start(self) -> Gateway:
         with self.log.open("wb") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "logway.gateway", "serve", "--config",
+            self.proc = subprocess.Popen([sys.executable, "-m", "logway.cli", "serve", "--config",
                                           str(self.config)], stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         for port in self.ports.values():
@@ -558,7 +558,7 @@ def test_store_and_rule_errors_are_one_start_up_line(certs, tmp_path, props, mes
     props = {"ssl.keystore.type": "PEM", "ssl.keystore.location": certs["server"], **props}
     props = {k: certs["server_p12"] if v == "P12" else v for k, v in props.items()}
     args = [a for k, v in props.items() for a in ("--override", f"{k}={v}")]
-    proc = subprocess.run([sys.executable, "-m", "logway.gateway", "serve", "--listeners", "SSL://127.0.0.1:0",
+    proc = subprocess.run([sys.executable, "-m", "logway.cli", "serve", "--listeners", "SSL://127.0.0.1:0",
                            "--log-dirs", str(tmp_path), *args], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
@@ -587,9 +587,9 @@ def test_readme_security_example_starts_and_serves(certs, tmp_path):
         example = example.replace(old, new)
     config = tmp_path / "server.properties"
     config.write_text(example + "\n")
-    subprocess.run([sys.executable, "-m", "logway.gateway", "users", "add", "--config", str(config), "--user", "alice",
+    subprocess.run([sys.executable, "-m", "logway.cli", "users", "add", "--config", str(config), "--user", "alice",
                     "--password", "alice-secret"], check=True, timeout=60)
-    proc = subprocess.Popen([sys.executable, "-m", "logway.gateway", "serve", "--config", str(config)],
+    proc = subprocess.Popen([sys.executable, "-m", "logway.cli", "serve", "--config", str(config)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         scram = {"bootstrap.servers": f"127.0.0.1:{ports['9094']}", "security.protocol": "SASL_SSL",

@@ -26,7 +26,7 @@ def free_port() -> int:
 
 
 def health(bootstrap: str, timeout: float = 2.0) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "logway.gateway", "health", "--bootstrap", bootstrap, "--timeout", str(timeout)]
+    cmd = [sys.executable, "-m", "logway.cli", "health", "--bootstrap", bootstrap, "--timeout", str(timeout)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
 
 
@@ -34,7 +34,7 @@ def start(data: Path, port: int, log: Path) -> subprocess.Popen:
     env = {**os.environ, "LOGWAY_LISTENERS": f"PLAINTEXT://127.0.0.1:{port}", "LOGWAY_LOG_DIRS": str(data),
            "LOGWAY_NUM_PARTITIONS": "3", "LOGWAY_LOG_RETENTION_MS": "3600000"}
     with log.open("a") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "logway.gateway", "serve"], env=env, stdout=out,
+        proc = subprocess.Popen([sys.executable, "-m", "logway.cli", "serve"], env=env, stdout=out,
                                 stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while health(f"127.0.0.1:{port}").returncode != 0:

@@ -1,4 +1,4 @@
-"""Start-up errors of a real `python -m logway.gateway serve`: one line naming the setting and value, no traceback.
+"""Start-up errors of a real `python -m logway.cli serve`: one line naming the setting and value, no traceback.
 
 Also: unknown config keys are warned about (with a suggestion), Kafka settings Logway does not use are warned
 as not applicable, and a stock Kafka 4 KRaft server.properties starts and serves on its PLAINTEXT listener.
@@ -27,7 +27,7 @@ def free_port() -> int:
 
 def serve(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
     """Run `serve` expecting it to exit by itself (a start-up error)."""
-    cmd = [sys.executable, "-m", "logway.gateway", "serve", *args]
+    cmd = [sys.executable, "-m", "logway.cli", "serve", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
@@ -132,7 +132,7 @@ class Running:
     def __init__(self, tmp_path: Path, *args: str) -> None:
         self.port = free_port()
         self.log = tmp_path / "gateway.log"
-        cmd = [sys.executable, "-m", "logway.gateway", "serve", *args]
+        cmd = [sys.executable, "-m", "logway.cli", "serve", *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(self.log, "wb"))
 
     def wait_listening(self, port: int, timeout: float = 30) -> None:

@@ -33,7 +33,7 @@ def test_wheel_installs_one_import_name(dist: Path) -> None:
     # pyspark_logway: PySpark finds data sources only in top-level pyspark_* modules (spark/pyspark_logway).
     assert tops == {"logway", "pyspark_logway"}, tops
     assert "logway/wire/batch.py" in names and "logway/gateway/apis/produce.py" in names
-    assert "logway/gateway/security/scram.py" in names
+    assert "logway/server/security/scram.py" in names
     assert "logway/spark/pipeline/job.py" in names
     # Every package folder of the tree is in the wheel (the package list in pyproject.toml is explicit).
     for init in sorted(p for top in TOP_LEVEL for p in (ROOT / top).rglob("__init__.py")):
@@ -44,7 +44,7 @@ def test_wheel_installs_one_import_name(dist: Path) -> None:
     assert not any(n.startswith("logway/tests") or "/tests/" in n for n in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
-    assert "logway = logway.gateway.cli:main" in text and "logway = logway.gateway.pytest_plugin" in text
+    assert "logway = logway.cli.main:main" in text and "logway = logway.gateway.pytest_plugin" in text
 
 
 def test_sdist_carries_the_sources(dist: Path) -> None:

@@ -57,7 +57,7 @@ class ProxyProcess:
     def start(self) -> ProxyProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
         listener = f"PLAINTEXT://127.0.0.1:{self.port}"
-        cmd = [sys.executable, "-m", "logway.gateway", "proxy", "--upstream-bootstrap-servers", self.upstream,
+        cmd = [sys.executable, "-m", "logway.cli", "proxy", "--upstream-bootstrap-servers", self.upstream,
                "--listeners", listener, "--override", f"log.dirs={self.workdir / 'state'}",
                "--override", f"proxy.node.id.range=0-{self.max_node_id}",
                "--override", "proxy.metadata.refresh.interval.ms=1000", *self.extra]

@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from logway.gateway.security.authorizer import (
+from logway.proxy.api_versions import kio_range
+from logway.proxy.filters.acl import AclFilter
+from logway.proxy.filters.base import Answer, ClientInfo
+from logway.server.security.authorizer import (
     AclBinding,
     Authorizer,
     Operation,
@@ -21,10 +24,7 @@ from logway.gateway.security.authorizer import (
     Permission,
     ResourceType,
 )
-from logway.gateway.security.request_acls import RULES, VERSION_CAPS, Acl, authorize_request, make
-from logway.proxy.api_versions import kio_range
-from logway.proxy.filters.acl import AclFilter
-from logway.proxy.filters.base import Answer, ClientInfo
+from logway.server.security.request_acls import RULES, VERSION_CAPS, Acl, authorize_request, make
 from logway.wire.protocol import _entity_of, build, encode_body, request_type, response_type
 
 ALICE = ClientInfo(principal="User:alice", host="127.0.0.1")
@@ -111,7 +111,7 @@ def test_metadata_for_all_topics_lists_only_describable_ones(acl):
     assert [t.name for t in answered.topics] == ["ok"]
 
 
-# --- every API the proxy checks (gateway/security/request_acls.py) ------------------------------------------
+# --- every API the proxy checks (server/security/request_acls.py) ------------------------------------------
 
 def _sample_value(hint, kind):
     args = typing.get_args(hint)

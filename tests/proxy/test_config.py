@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from logway.gateway.config import ConfigError
 from logway.proxy.config import ProxyConfig
+from logway.server.config import ConfigError
 
 
 def test_properties_file_gives_listeners_upstream_and_addressing(tmp_path):
@@ -48,7 +48,7 @@ def test_bad_settings_are_config_errors(props, message):
 
 
 def _proxy(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "logway.gateway", "proxy", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "logway.cli", "proxy", *args], capture_output=True, text=True,
                           timeout=30)
 
 

@@ -238,7 +238,7 @@ def test_acls_at_the_proxy_apply_to_the_client_principal(processes, tmp_path, to
     """The proxy's authorizer (the gateway's, Kafka's StandardAuthorizer semantics) decides on the principal
     the client authenticated as at the proxy: alice may write and read one topic, not another; Metadata for
     all topics lists only what she may describe; a denied topic gets TOPIC_AUTHORIZATION_FAILED."""
-    from logway.gateway.security.authorizer import AclBinding, Authorizer, Operation, PatternType, Permission
+    from logway.server.security.authorizer import AclBinding, Authorizer, Operation, PatternType, Permission
 
     upstream = processes["gateway"]("data", "--override", "node.id=1").start()
     allowed, denied = f"{topic_name}-ok", f"{topic_name}-no"
@@ -358,7 +358,7 @@ def test_sasl_scram_sha_256_ends_at_the_proxy(processes, topic_name):
     proxy = processes["proxy"](upstream.bootstrap,
                                "--override", "listener.security.protocol.map=PLAINTEXT:SASL_PLAINTEXT",
                                "--override", "sasl.enabled.mechanisms=SCRAM-SHA-256")
-    subprocess.run([sys.executable, "-m", "logway.gateway", "users", "add", "--log-dirs",
+    subprocess.run([sys.executable, "-m", "logway.cli", "users", "add", "--log-dirs",
                     str(proxy.workdir / "state"), "--user", "alice", "--password", "alice-secret",
                     "--mechanism", "SCRAM-SHA-256"], check=True, timeout=60)
     proxy.start().wait_node_port(1)

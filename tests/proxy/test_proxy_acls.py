@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from logway.gateway.security.authorizer import AclBinding, Authorizer, Operation, PatternType, Permission, ResourceType
+from logway.server.security.authorizer import AclBinding, Authorizer, Operation, PatternType, Permission, ResourceType
 
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule required"
 

@@ -46,7 +46,7 @@ def tenant_proxy(tmp_path_factory, logway_upstream) -> Iterator[tuple[dict[str, 
         "proxy.virtual.cluster.b.listener=TENANT_B\nproxy.virtual.cluster.b.topic.prefix=tenant-b.\n")
     log_path = workdir / "proxy.log"
     with open(log_path, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "logway.gateway", "proxy", "--config", str(props)],
+        proc = subprocess.Popen([sys.executable, "-m", "logway.cli", "proxy", "--config", str(props)],
                                 stdout=log, stderr=subprocess.STDOUT)
     try:
         for port in ports.values():
@@ -198,7 +198,7 @@ PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule required"
 def test_acls_on_a_virtual_cluster_name_upstream_topics_and_answer_in_tenant_names(processes, logway_upstream):
     """The tenant filter runs before the ACLs: an ACL names the upstream's topic (tenant-t.ok), and a denial
     the ACL filter answers itself goes back through the tenant filter, so the client reads its own names."""
-    from logway.gateway.security.authorizer import AclBinding, Authorizer, Operation, PatternType, Permission
+    from logway.server.security.authorizer import AclBinding, Authorizer, Operation, PatternType, Permission
 
     upstream = AdminClient({"bootstrap.servers": logway_upstream.bootstrap})
     for future in upstream.create_topics([NewTopic("tenant-t.ok", 1, 1), NewTopic("tenant-t.no", 1, 1),

@@ -11,10 +11,10 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError as KpError
 
-from logway.gateway.config import ConfigError
-from logway.gateway.security.credentials import CredentialStore
-from logway.gateway.security.scram import ScramClient, ScramError, ScramServer, make_credential
 from logway.proxy.config import ProxyConfig
+from logway.server.config import ConfigError
+from logway.server.security.credentials import CredentialStore
+from logway.server.security.scram import ScramClient, ScramError, ScramServer, make_credential
 
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule required"
 

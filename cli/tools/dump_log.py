@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logway.gateway.tools.errors import ToolError
+from logway.cli.tools.errors import ToolError
 from logway.wire import compression as codecs
 from logway.wire.batch import (
     BATCH_HEADER_SIZE,

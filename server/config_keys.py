@@ -12,7 +12,7 @@ import difflib
 import logging
 from collections.abc import Iterable, Mapping
 
-log = logging.getLogger("logway.gateway.config")
+log = logging.getLogger("logway.server.config")
 
 # Kafka broker settings (KafkaConfig / KRaftConfigs / ServerConfigs names) that Logway accepts and ignores.
 NOT_APPLICABLE: frozenset[str] = frozenset({

@@ -13,13 +13,14 @@ import ssl
 
 import trio
 
-from logway.gateway.connection import Connection, ConnectionClosed
+from logway.server.connection import Connection, ConnectionClosed
 from logway.wire.fetch import FileSlice
 
 log = logging.getLogger(__name__)
 
 # File slices go out in pieces this large (each one pread, then as many TLS records as it needs).
 _FILE_CHUNK = 256 * 1024
+_JOIN_UP_TO = 64 * 1024
 
 
 class NonBlockingTLSSocket(ssl.SSLSocket):
@@ -75,13 +76,21 @@ class TlsConnection(Connection):
         if der:
             dn = x500_name(der.get("subject", ()))
             try:
-                name = self.broker.config.security[self.listener.name].principal_mapper.name(dn)
+                name = self.security.principal_mapper.name(dn)
             except ValueError as exc:  # Kafka: "Failed to map name for '<dn>' based on SSL principal mapping rules."
                 log.info("failed authentication with %s (Failed to map name for '%s' based on SSL principal "
                          "mapping rules: %s)", self.peer, dn, exc)
                 raise ConnectionClosed() from None
             self.principal = "User:" + name
             log.debug("%s: TLS client authenticated as %s", self.peer, self.principal)
+
+    async def send_parts(self, parts) -> None:
+        """TLS has no gather send: small parts joined into one send, a large one sent as it is (no copy)."""
+        if sum(len(p) for p in parts) <= _JOIN_UP_TO:
+            await self.send_all(b"".join(parts))
+            return
+        for part in parts:
+            await self.send_all(part)
 
     async def send_file(self, piece: FileSlice) -> None:
         """Read the slice from the segment in large chunks and send them through TLS."""

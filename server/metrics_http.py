@@ -1,4 +1,5 @@
-"""The Prometheus endpoint: `GET /metrics` on metrics.host:metrics.port (off unless metrics.port is set).
+"""The Prometheus endpoint of the broker and the proxy: `GET /metrics` on metrics.host:metrics.port (off unless
+metrics.port is set); each process passes the function that renders its text.
 
 A few lines of HTTP/1.1 on trio rather than prometheus_client's threaded server, so the live state is read on
 the event loop (the only thread that changes it) and only the formatting runs in a worker thread. Each
@@ -15,11 +16,8 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from logway.gateway.metrics.collector import render, take_snapshot
-
 if TYPE_CHECKING:
-    from logway.gateway.broker import Broker
-    from logway.gateway.config import ServerConfig
+    from logway.server.config import ServerConfig
 
 log = logging.getLogger(__name__)
 
@@ -37,18 +35,6 @@ async def open_metrics_listeners(config: ServerConfig) -> list[trio.SocketListen
     if not config.metrics_port:
         return []
     return await trio.open_tcp_listeners(config.metrics_port, host=config.metrics_host or None)
-
-
-async def serve_metrics(broker: Broker, listeners: list[trio.SocketListener],
-                        task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Answer scrapes of the broker until cancelled: the live state is copied on the event loop, the text is
-    formatted in a worker thread."""
-
-    async def body(limiter: trio.CapacityLimiter) -> bytes:
-        snapshot = take_snapshot(broker)
-        return await trio.to_thread.run_sync(render, snapshot, limiter=limiter)
-
-    await serve_scrapes(body, listeners, task_status=task_status)
 
 
 async def serve_scrapes(body: Callable[[trio.CapacityLimiter], Awaitable[bytes]],

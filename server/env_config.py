@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
-log = logging.getLogger("logway.gateway.config")
+log = logging.getLogger("logway.server.config")
 
 PREFIX = "LOGWAY_"
 # LOGWAY_* variables that are not broker settings: the knobs of the project's test and soak targets (as

@@ -16,7 +16,7 @@ from typing import Protocol
 
 import trio
 
-from logway.gateway.config import ServerConfig
+from logway.server.config import ServerConfig
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ from datetime import datetime
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
-from logway.gateway.tools.admin_client import Admin
-from logway.gateway.tools.errors import ToolError
-from logway.gateway.tools.output import emit, print_json, rows_as_dicts
+from logway.cli.tools.admin_client import Admin
+from logway.cli.tools.errors import ToolError
+from logway.cli.tools.output import emit, print_json, rows_as_dicts
 
 # Kafka's ConsumerGroupState names, as kafka-consumer-groups.sh prints them.
 STATE_NAMES = {

@@ -7,11 +7,11 @@ import sys
 
 import trio
 
-from logway.gateway.config import ConfigError, command_line_properties
+from logway.server.config import ConfigError, command_line_properties
 
 
 def add_parser(sub) -> None:
-    """The `proxy` subcommand's flags (registered by gateway/cli.py)."""
+    """The `proxy` subcommand's flags (registered by cli/main.py)."""
     proxy = sub.add_parser("proxy", help="run as a proxy in front of an existing Kafka cluster")
     proxy.add_argument("--config", help="a properties file: listeners, security and proxy.* keys")
     proxy.add_argument("--upstream-bootstrap-servers", help="host:port,... of the upstream cluster "
@@ -36,8 +36,8 @@ def config_from_args(args: argparse.Namespace):
 def main(args: argparse.Namespace) -> int:
     import logging
 
-    from logway.gateway.server import StartupError
     from logway.proxy.server import serve_proxy
+    from logway.server.listeners import StartupError
 
     try:
         config = config_from_args(args)

@@ -7,7 +7,7 @@ import base64
 import json
 from pathlib import Path
 
-from logway.gateway.security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, ScramCredential, make_credential
+from logway.server.security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, ScramCredential, make_credential
 from logway.storage.checkpoints import write_atomically
 
 FILE_NAME = "scram-credentials.json"

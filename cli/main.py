@@ -13,14 +13,15 @@ from pathlib import Path
 
 import trio
 
-from logway.gateway import health
-from logway.gateway.config import ConfigError, ServerConfig, command_line_properties, environment_properties
-from logway.gateway.security.credentials import CredentialStore
-from logway.gateway.security.scram import MECHANISMS
-from logway.gateway.tools.commands import TOOL_COMMANDS
-from logway.gateway.tools.commands import add_parsers as add_tool_parsers
-from logway.gateway.tools.commands import run as run_tool
-from logway.proxy.cli import add_parser as add_proxy_parser
+from logway.cli import health
+from logway.cli.proxy import add_parser as add_proxy_parser
+from logway.cli.tools.commands import TOOL_COMMANDS
+from logway.cli.tools.commands import add_parsers as add_tool_parsers
+from logway.cli.tools.commands import run as run_tool
+from logway.gateway.config import BrokerConfig, environment_properties
+from logway.server.config import ConfigError, command_line_properties
+from logway.server.security.credentials import CredentialStore
+from logway.server.security.scram import MECHANISMS
 from logway.storage.errors import LogDirLocked
 
 LOG_LEVELS = ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG")
@@ -99,7 +100,7 @@ def users_command(args: argparse.Namespace) -> int:
     overrides = environment_properties(os.environ)
     if args.log_dirs:
         overrides["log.dirs"] = args.log_dirs
-    config = ServerConfig.load(args.config, overrides)
+    config = BrokerConfig.load(args.config, overrides)
     store = CredentialStore(config.log_dirs[0])
     if args.action == "list":
         for user, mechanisms in sorted(store.users().items()):
@@ -127,15 +128,15 @@ def users_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> ServerConfig:
+def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> BrokerConfig:
     """Flags over LOGWAY_* environment settings over the --config file, over Kafka's defaults."""
     overrides = environment_properties(os.environ if environ is None else environ)
     overrides |= command_line_properties(args.override, {
         "listeners": args.listeners, "advertised.listeners": args.advertised_listeners, "log.dirs": args.log_dirs})
-    return ServerConfig.load(args.config, overrides)
+    return BrokerConfig.load(args.config, overrides)
 
 
-def check_log_dirs(config: ServerConfig) -> None:
+def check_log_dirs(config: BrokerConfig) -> None:
     """Each log dir exists (or can be made) as a writable directory; otherwise one ConfigError naming it."""
     key = "log.dirs" if config.properties.get("log.dirs") else "log.dir"
     for d in config.log_dirs:
@@ -173,11 +174,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"logway: configuration error: {exc}", file=sys.stderr)
             return 2
     if args.command == "proxy":
-        from logway.proxy.cli import main as proxy_main
+        from logway.cli.proxy import main as proxy_main
 
         return proxy_main(args)
     if args.command == "serve":
-        from logway.gateway.server import StartupError, serve
+        from logway.gateway.run import serve
+        from logway.server.listeners import StartupError
 
         try:
             config = config_from_args(args)

@@ -127,14 +127,14 @@ def _dump_log(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the chosen tool; a ToolError (unknown topic, broker down, bad input) is one line and exit 1."""
     module_name, _sep, function = args.run.partition(":")
-    module = importlib.import_module(f"logway.gateway.tools.{module_name}")
-    from logway.gateway.tools.errors import ToolError
+    module = importlib.import_module(f"logway.cli.tools.{module_name}")
+    from logway.cli.tools.errors import ToolError
 
     name = " ".join(part for part in (args.command, args.action) if part)
     try:
         if args.command == "dump-log":
             return getattr(module, function)(args)
-        from logway.gateway.tools.admin_client import Admin
+        from logway.cli.tools.admin_client import Admin
 
         return getattr(module, function)(Admin(args.bootstrap_server, args.command_config, args.timeout), args)
     except ToolError as exc:

@@ -44,8 +44,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from logway.gateway.apis.acls import creation_binding, request_filter
-from logway.gateway.security.authorizer import (
+from logway.server.security.acl_bindings import creation_binding, request_filter
+from logway.server.security.authorizer import (
     CLUSTER_NAME,
     SUPPORTED_OPERATIONS,
     Authorizer,

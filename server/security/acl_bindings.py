@@ -3,7 +3,7 @@ ACL bindings to and from their wire form."""
 
 from __future__ import annotations
 
-from logway.gateway.security.authorizer import AclBinding, AclError, AclFilter, Operation, PatternType, ResourceType
+from logway.server.security.authorizer import AclBinding, AclError, AclFilter, Operation, PatternType, ResourceType
 from logway.wire.protocol import MalformedRequest
 
 

@@ -1,4 +1,5 @@
-"""One client connection: read size-prefixed frames, answer each request in order, send file slices zero-copy.
+"""One client connection: read size-prefixed frames, hand each to the connection's request handler (the
+broker's API dispatch, or the proxy's forwarding session), send the answers in order, file slices zero-copy.
 
 Like Kafka's SocketServer, a connection handles one request at a time (Kafka mutes the channel until the
 response is sent), so responses always go out in request order; clients may still pipeline requests:
@@ -17,19 +18,23 @@ import os
 import socket
 import struct
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import trio
 
-from logway.gateway.broker import Broker
-from logway.gateway.config import Listener
-from logway.gateway.dispatch import dispatch
-from logway.gateway.request_memory import RESIZE_AFTER_S, RequestMemory
+from logway.server.config import Listener
+from logway.server.request_memory import RESIZE_AFTER_S, RequestMemory
+from logway.server.security.realm import Realm
+from logway.server.security.settings import ListenerSecurity
+from logway.server.stats import ServerStats
 from logway.wire.fetch import Chunk, FileSlice
 from logway.wire.protocol import MalformedRequest
 
 if TYPE_CHECKING:
-    from logway.gateway.security.sasl import SaslSession
+    from logway.server.security.sasl import SaslSession
 
 log = logging.getLogger(__name__)
 
@@ -54,32 +59,86 @@ _TURN_REQUESTS = 4
 _TURN_BYTES = 64 * 1024
 _PRODUCE = 0  # api key (low byte; the high byte is 0)
 _HELD_CLOSE_TIMEOUT_S = 1.0
+_IOV_MAX = 512  # buffers per sendmsg (Linux allows 1024)
+# When the handler streams large frames: the first receive into an empty buffer takes at most this much (a large
+# frame's rest stays in the socket for the handler to splice), and a frame's head is buffered this far before
+# the handler is offered it (its header, transactional id and acks).
+_STREAM_HEAD_READ = 16 * 1024
+_STREAM_HEAD = 1024
 
 
 class ConnectionClosed(Exception):
     """The peer closed the connection (possibly mid-frame)."""
 
 
+@dataclass(frozen=True)
+class ListenerContext:
+    """A listener as its connections see it: its name and address, its security (TLS, SASL), the realm its
+    clients authenticate against and are authorized in, and the largest request (socket.request.max.bytes)."""
+
+    listener: Listener
+    security: ListenerSecurity
+    realm: Realm
+    max_request_bytes: int
+
+
+class RequestHandler:
+    """What a Connection hands its request frames to (the broker's API dispatch, the proxy's session). One is
+    made per connection by the server's handler factory; this base answers nothing and streams nothing."""
+
+    # True: every answer comes back from ``handle`` (so answers to pipelined requests may be held and sent
+    # together); False: the handler sends answers itself, from another task (the proxy).
+    answers_inline = True
+    # Frames at least this large are offered to ``stream_frame`` before they are whole (None: never).
+    stream_from: int | None = None
+
+    async def handle(self, conn: Connection, frame: memoryview) -> list[Chunk] | None:
+        """Answer one request frame: framed chunks to send, or None (no answer, or sent by the handler)."""
+        raise NotImplementedError
+
+    async def handle_before_authentication(self, conn: Connection, frame: memoryview) -> list[Chunk] | None:
+        """ApiVersions on a SASL connection that has not authenticated yet: answered inline (the SASL exchange
+        that follows is answered by the connection itself, in order)."""
+        return await self.handle(conn, frame)
+
+    @asynccontextmanager
+    async def session(self, conn: Connection) -> AsyncIterator[None]:
+        """Around the connection's request loop, after its TLS handshake: the handler's own tasks and resources."""
+        yield
+
+    async def stream_frame(self, conn: Connection, size: int) -> bool:
+        """Take the frame of ``size`` bytes whose head is buffered (``conn.buffered()``) and forward it as it
+        arrives; False (nothing done) to have it read whole instead."""
+        return False
+
+
+HandlerFactory = Callable[["Connection"], RequestHandler]
+Gate = Callable[["Connection", memoryview], Awaitable["list[Chunk] | None"]]
+
+
 class Connection:
     """One client connection over a non-blocking socket; its reads and writes wait through trio."""
 
-    # How requests are answered: the API dispatch, or until a SASL client has authenticated, its gate.
-    dispatch = staticmethod(dispatch)
     # Who the client is, for the authorizer (Kafka's KafkaPrincipal): set by mTLS or SASL.
     principal = "User:ANONYMOUS"
-    # The API of the request being answered, set by dispatch (-1: none, e.g. a bare SASL token), for metrics.
+    # The API of the request being answered, set by the handler (-1: none, e.g. a bare SASL token), for metrics.
     api_key = -1
     api_version = 0
 
-    def __init__(self, broker: Broker, sock: socket.socket, peer: str, memory: RequestMemory,
-                 listener: Listener | None = None) -> None:
-        self.broker = broker
-        self.listener = listener or broker.config.listeners[0]
-        self.advertised = broker.config.advertised_for(self.listener.name)
+    def __init__(self, sock: socket.socket, peer: str, context: ListenerContext, memory: RequestMemory,
+                 stats: ServerStats, make_handler: HandlerFactory) -> None:
+        self.listener = context.listener
+        self.security = context.security
+        self.realm = context.realm
+        self.max_request_bytes = context.max_request_bytes
+        self.stats = stats
         self.sasl: SaslSession | None = None
+        # Until a SASL client has authenticated (or while its session may expire), requests go through this
+        # gate (server/security/sasl.py) instead of straight to the handler.
+        self.gate: Gate | None = None
         # The largest frame read: socket.request.max.bytes, or before SASL authentication
         # sasl.server.max.receive.size (KIP-498: an unauthenticated client cannot make the broker buffer 100 MB).
-        self.max_frame = broker.config.socket_request_max_bytes
+        self.max_frame = context.max_request_bytes
         self.max_frame_key = "socket.request.max.bytes"
         self.sock = sock
         self.peer = peer
@@ -103,8 +162,77 @@ class Connection:
         # Frames and their bytes handed out since this connection last let the others run (see _take_turn).
         self.turn_requests = 0
         self.turn_bytes = 0
+        self.handler = make_handler(self)
+
+    # -- reading request frames -------------------------------------------------------------------------------
+
+    def buffered(self) -> memoryview:
+        """The bytes received and not yet handed out (a streaming handler reads a frame's head here)."""
+        return self.view[self.start : self.end]
+
+    def drop_buffered(self) -> None:
+        """Forget the buffered bytes (a streaming handler has sent them on)."""
+        self.start = self.end = 0
 
     async def read_frame(self) -> memoryview:
+        """The next request frame without its size prefix (see _read_whole_frame); a large frame the handler
+        streams (handler.stream_from) is offered to it first, as it arrives, and skipped here once taken."""
+        if self.handler.stream_from is not None:
+            frame = await self._frame_unless_streamed()
+            if frame is not None:
+                return frame
+        return await self._read_whole_frame()
+
+    async def _frame_unless_streamed(self) -> memoryview | None:
+        """A frame already whole in the buffer, after handing the large ones the handler takes to it; None for
+        anything else (a small or unusual frame, a closed connection): _read_whole_frame reads or refuses it."""
+        while True:
+            if self.start == self.end:
+                try:
+                    await self._receive_at_most(_STREAM_HEAD_READ)
+                except ConnectionClosed:
+                    return None  # _read_whole_frame reports it
+            if self.end - self.start < 4:
+                return None
+            (size,) = _SIZE.unpack_from(self.buf, self.start)
+            total = 4 + size
+            if not 0 <= size <= self.max_frame:
+                return None  # refused there
+            if self.end - self.start >= total:  # already whole
+                frame = self.view[self.start + 4 : self.start + total]
+                self.start += total
+                return frame
+            if size < self.handler.stream_from:
+                return None
+            try:
+                while self.end - self.start < _STREAM_HEAD:
+                    await self._receive(_STREAM_HEAD)
+            except ConnectionClosed:
+                return None
+            if self.end - self.start < total and not await self.handler.stream_frame(self, size):
+                return None
+
+    async def _receive_at_most(self, limit: int) -> None:
+        """Into the empty receive buffer, at most ``limit`` bytes: a large frame's rest stays in the socket, for
+        the handler to splice (a plain receive fills the buffer, which may have grown to hundreds of KB)."""
+        self.start = self.end = 0
+        waited = False
+        while True:
+            try:
+                n = self.sock.recv_into(self.view[:limit])
+                break
+            except BlockingIOError:
+                await self._wait_readable()  # (may size the buffer down: self.view is read again)
+                waited = True
+        if not waited:
+            await trio.lowlevel.checkpoint()  # as _receive: let the others run
+        if n == 0:
+            raise ConnectionClosed()
+        self.end = n
+        self.io_bytes += n
+        self.peak = max(self.peak, n)
+
+    async def _read_whole_frame(self) -> memoryview:
         """The next request frame without its size prefix, as a writable view the handlers may patch.
 
         The view points into the receive buffer and is valid until the next read_frame (requests are
@@ -293,6 +421,23 @@ class Connection:
             self.io_bytes += sent
         await trio.lowlevel.checkpoint()
 
+    async def send_parts(self, parts: Sequence[bytes | bytearray | memoryview]) -> None:
+        """Send ``parts`` in order with one sendmsg where it can (gather I/O: no copy to join them)."""
+        views = [memoryview(p) for p in parts if len(p)]
+        while views:
+            try:
+                sent = self.sock.sendmsg(views[:_IOV_MAX])
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(self.sock)
+                continue
+            self.io_bytes += sent
+            while sent:
+                if sent >= len(views[0]):
+                    sent -= len(views.pop(0))
+                else:
+                    views[0], sent = views[0][sent:], 0
+        await trio.lowlevel.checkpoint()
+
     async def send_chunks(self, chunks: list[Chunk]) -> None:
         buffered: list[bytes] = []
         size = 0
@@ -347,39 +492,55 @@ class Connection:
         """Before the first request: nothing on PLAINTEXT (TLS connections shake hands here)."""
 
     async def run(self) -> None:
+        """Serve the connection until the client closes it or sends something it may not; then close it."""
         try:
             await self.handshake()
-            while True:
-                # No local keeps the frame or the response while waiting for the next request, so an idle
-                # connection's buffer (and a large response) can be freed.
-                frame = await self.read_frame()
-                started = time.perf_counter()
-                self.busy = True
-                self.api_key = -1
-                response = await self.dispatch(self, frame)
-                self.busy = False
-                del frame
-                self._hold(response, started)
-                del response
-                if not self._may_hold_more():
-                    await self.send_held()
-        except ConnectionClosed:
-            pass
-        except MalformedRequest as exc:
-            await self._send_held_quietly()
-            if not self.expired:
-                log.warning("closing connection from %s: %s", self.peer, exc)
-        except OSError as exc:
-            if exc.errno not in (errno.ECONNRESET, errno.EPIPE, errno.EBADF):
-                log.warning("closing connection from %s: %s", self.peer, exc)
-        except Exception:
-            await self._send_held_quietly()
-            log.exception("closing connection from %s after an internal error", self.peer)
+            async with self.handler.session(self):
+                try:
+                    await self._answer_requests()
+                except Exception as exc:  # inside the session: its tasks end after the answers held here go out
+                    await self._closing(exc)
+        except Exception as exc:  # the TLS handshake, or the handler's session itself
+            await self._closing(exc)
         finally:
             trio.lowlevel.notify_closing(self.sock)
             self.sock.close()
             if len(self.buf) > _BASE_BUFFER:
                 self.memory.release(len(self.buf) - _BASE_BUFFER)
+
+    async def _closing(self, exc: Exception) -> None:
+        """Why the connection closes, in one log line (none for a client that simply went away); the answers to
+        the requests before a bad one still go out."""
+        if isinstance(exc, ConnectionClosed):
+            return
+        if isinstance(exc, MalformedRequest):
+            await self._send_held_quietly()
+            if not self.expired:
+                log.warning("closing connection from %s: %s", self.peer, exc)
+        elif isinstance(exc, OSError):
+            if exc.errno not in (errno.ECONNRESET, errno.EPIPE, errno.EBADF):
+                log.warning("closing connection from %s: %s", self.peer, exc)
+        else:
+            await self._send_held_quietly()
+            log.error("closing connection from %s after an internal error", self.peer, exc_info=exc)
+
+    async def _answer_requests(self) -> None:
+        handler = self.handler
+        while True:
+            # No local keeps the frame or the response while waiting for the next request, so an idle
+            # connection's buffer (and a large response) can be freed.
+            frame = await self.read_frame()
+            started = time.perf_counter()
+            self.busy = True
+            self.api_key = -1
+            gate = self.gate
+            response = await (handler.handle(self, frame) if gate is None else gate(self, frame))
+            self.busy = False
+            del frame
+            self._hold(response, started)
+            del response
+            if not self._may_hold_more():
+                await self.send_held()
 
     # -- responses held back while pipelined Produce requests follow -----------------------------------------
     # A send on a TCP socket costs more than the Python work of a small Produce request (on loopback it also
@@ -406,7 +567,7 @@ class Connection:
         buffer, the broker answers it itself, and the held responses are small bytes."""
         if self.held_file or self.held_bytes >= _COALESCE or len(self.answered) >= _MAX_HELD:
             return False
-        if self.dispatch is not dispatch:  # the SASL gate, or a proxy's dispatch that waits on its upstream
+        if self.gate is not None or not self.handler.answers_inline:  # the SASL gate; a proxy's session
             return False
         have = self.end - self.start
         if have < 6:
@@ -425,7 +586,7 @@ class Connection:
         if held:
             await self.send_chunks(held)
         if answered:
-            record = self.broker.stats.requests.record
+            record = self.stats.requests.record
             now = time.perf_counter()
             for api_key, api_version, started in answered:
                 record(api_key, api_version, (now - started) * 1000)

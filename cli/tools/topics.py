@@ -7,10 +7,10 @@ import argparse
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import NewTopic
 
-from logway.gateway.tools.admin_client import Admin, parse_config_list
-from logway.gateway.tools.configs import alter_configs, non_default_configs
-from logway.gateway.tools.errors import ToolError
-from logway.gateway.tools.output import emit, print_json
+from logway.cli.tools.admin_client import Admin, parse_config_list
+from logway.cli.tools.configs import alter_configs, non_default_configs
+from logway.cli.tools.errors import ToolError
+from logway.cli.tools.output import emit, print_json
 
 
 def list_topics(admin: Admin, args: argparse.Namespace) -> int:

@@ -20,7 +20,7 @@ from typing import Protocol
 
 import trio
 
-from logway.gateway.config import ServerConfig
+from logway.server.config import ServerConfig
 
 # queued.max.request.bytes <= 0 is Kafka's "unbounded"; here it means this many maximal requests
 # (socket.request.max.bytes each: 400 MiB with the defaults), so memory is bounded out of the box.

@@ -21,7 +21,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from logway.gateway.tools.errors import ToolError
+from logway.cli.tools.errors import ToolError
 
 # Java client security properties (kafka-*.sh --command-config) and their librdkafka names.
 _RENAMED = {

@@ -12,12 +12,12 @@ import re
 import ssl
 from dataclasses import dataclass, field
 
-from logway.gateway.security.keystores import StoreError, load_keystore, load_truststore
-from logway.gateway.security.plain import parse_jaas, plain_users
-from logway.gateway.security.principal_mapping import PrincipalMapper
-from logway.gateway.security.scram import MECHANISMS as SCRAM_MECHANISMS
+from logway.server.security.keystores import StoreError, load_keystore, load_truststore
+from logway.server.security.plain import parse_jaas, plain_users
+from logway.server.security.principal_mapping import PrincipalMapper
+from logway.server.security.scram import MECHANISMS as SCRAM_MECHANISMS
 
-log = logging.getLogger("logway.gateway.config")
+log = logging.getLogger("logway.server.config")
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SUPPORTED_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Mapping
 
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, ResourceType
 
-from logway.gateway.tools.admin_client import Admin, parse_config_list
-from logway.gateway.tools.errors import ToolError
-from logway.gateway.tools.output import emit, print_json
+from logway.cli.tools.admin_client import Admin, parse_config_list
+from logway.cli.tools.errors import ToolError
+from logway.cli.tools.output import emit, print_json
 
 RESOURCE_TYPES = {"topic": ResourceType.TOPIC, "broker": ResourceType.BROKER}
 # Without --all kafka-configs shows only the dynamic configs of the entity (ConfigCommand's configSourceFilter).

@@ -1,0 +1,5 @@
+import sys
+
+from logway.cli.main import main
+
+sys.exit(main())

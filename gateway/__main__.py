@@ -1,5 +1,0 @@
-import sys
-
-from logway.gateway.cli import main
-
-sys.exit(main())
