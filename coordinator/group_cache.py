@@ -101,6 +101,15 @@ class GroupCache:
         return E.none
 
 
+    def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool, now_ms: int) -> bool:
+        """Append a transaction's COMMIT or ABORT marker; False (logged) when the write failed."""
+        try:
+            self.log.append_marker(partition, producer_id, producer_epoch, commit, now_ms)
+        except (KafkaError, OSError) as exc:
+            log.warning("transaction marker on __consumer_offsets-%d failed: %s", partition, exc)
+            return False
+        return True
+
 def _map_append_error(error: ErrorCode, too_large: ErrorCode) -> ErrorCode:
     """Kafka's mapping of produce errors on __consumer_offsets to coordinator errors."""
     if error in (

@@ -31,7 +31,7 @@ from logway.coordinator.results import (
     Respond,
     TopicPartition,
 )
-from logway.wire.errors import ErrorCode, KafkaError
+from logway.wire.errors import ErrorCode
 
 __all__ = ["DEFAULT_RETENTION_TIME", "Offsets", "PendingTxnOffsets", "remove_all_offsets"]
 
@@ -214,10 +214,7 @@ class Offsets:
         """
         failed = set()
         for partition in partitions:
-            try:
-                self._cache.log.append_marker(partition, producer_id, producer_epoch, commit, now_ms)
-            except (KafkaError, OSError) as exc:
-                log.warning("transaction marker on __consumer_offsets-%d failed: %s", partition, exc)
+            if not self._cache.append_marker(partition, producer_id, producer_epoch, commit, now_ms):
                 failed.add(partition)
                 continue
             for group_id, offsets in self._pending_txn.take(producer_id, partition, self._cache.partition_for):
