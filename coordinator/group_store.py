@@ -24,7 +24,7 @@ from logway.coordinator.offsets_schema import (
 )
 from logway.coordinator.results import TopicPartition
 
-__all__ = ["group_record", "group_tombstone", "offset_record", "offset_tombstone", "replay"]
+__all__ = ["Record", "group_record", "group_tombstone", "offset_record", "offset_tombstone", "replay"]
 
 log = logging.getLogger(__name__)
 

@@ -196,6 +196,16 @@ class _Reader:
             self._take(self.uvarint())
 
 
+def _value_reader(data: bytes, schema: str) -> tuple[int, _Reader]:
+    """A value's version (0-4 for both value schemas) and a reader after it, flexible from v4."""
+    version = _Reader(data).int16()
+    if not 0 <= version <= 4:
+        raise SchemaError(f"unknown {schema} version {version}")
+    r = _Reader(data, flexible=version >= 4)
+    r.pos = 2
+    return version, r
+
+
 def encode_offset_commit_key(group: str, topic: str, partition: int) -> bytes:
     """Key for a committed offset, key version 1 as Kafka writes it."""
     w = _Writer()
@@ -245,11 +255,7 @@ def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
 
 def decode_offset_commit_value(data: bytes) -> OffsetCommitValue:
     """Decode any OffsetCommitValue version 0-4."""
-    version = _Reader(data).int16()
-    if not 0 <= version <= 4:
-        raise SchemaError(f"unknown OffsetCommitValue version {version}")
-    r = _Reader(data, flexible=version >= 4)
-    r.pos = 2
+    version, r = _value_reader(data, "OffsetCommitValue")
     offset = r.int64()
     leader_epoch = r.int32() if version >= 3 else -1
     metadata = r.string()
@@ -289,11 +295,7 @@ def encode_group_metadata_value(value: GroupMetadataValue) -> bytes:
 
 def decode_group_metadata_value(data: bytes) -> GroupMetadataValue:
     """Decode any GroupMetadataValue version 0-4 (fields missing in old versions get the schema defaults)."""
-    version = _Reader(data).int16()
-    if not 0 <= version <= 4:
-        raise SchemaError(f"unknown GroupMetadataValue version {version}")
-    r = _Reader(data, flexible=version >= 4)
-    r.pos = 2
+    version, r = _value_reader(data, "GroupMetadataValue")
     protocol_type = r.string()
     generation = r.int32()
     protocol = r.nullable_string()

@@ -5,7 +5,7 @@ The gateway maps these onto kio response types per version; they carry exactly w
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -19,6 +19,7 @@ __all__ = [
     "DescribeGroupsResult",
     "HeartbeatResult",
     "JoinGroupMember",
+    "JoinGroupRequest",
     "JoinGroupResult",
     "LeaveGroupResult",
     "LeaveMemberResult",
@@ -40,6 +41,26 @@ TopicPartition = tuple[str, int]
 R = TypeVar("R")
 Respond = Callable[[R], None]
 """Called by the coordinator exactly once per request, now or later (inside another call or ``tick``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupRequest:
+    """A JoinGroup request's fields. ``require_known_member_id`` is v4+ (KIP-394), ``support_skip_assignment`` v9+.
+
+    For v0 pass the session timeout as the rebalance timeout, as Kafka's JoinGroupRequest does.
+    """
+
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: Sequence[tuple[str, bytes]]
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    require_known_member_id: bool
+    support_skip_assignment: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from logway.coordinator.partitioning import partition_for_group
+from logway.coordinator.partitioning import LoadedPartitions
 from logway.coordinator.txn_metadata import (
     NO_PRODUCER_EPOCH,
     TransactionMetadata,
@@ -76,22 +76,26 @@ class TransactionCoordinator:
         self._log = state_log
         self._markers = markers
         self._next_producer_id = next_producer_id
-        self.num_partitions = num_partitions
+        self._partitions = LoadedPartitions(num_partitions)
         self.max_timeout_ms = max_timeout_ms
         self.id_expiration_ms = id_expiration_ms
         self._txns: dict[str, TransactionMetadata] = {}
-        self._loaded: set[int] = set()
 
     # --- loading -----------------------------------------------------------------------------
 
     @property
+    def num_partitions(self) -> int:
+        """How many partitions ``__transaction_state`` has."""
+        return self._partitions.num_partitions
+
+    @property
     def loading(self) -> frozenset[int]:
         """``__transaction_state`` partitions not loaded yet: their ids answer COORDINATOR_LOAD_IN_PROGRESS."""
-        return frozenset(range(self.num_partitions)) - self._loaded
+        return self._partitions.loading
 
     def partition_for(self, transactional_id: str) -> int:
         """Kafka's TransactionStateManager.partitionFor: Utils.abs(transactionalId.hashCode) % partitions."""
-        return partition_for_group(transactional_id, self.num_partitions)
+        return self._partitions.partition_for(transactional_id)
 
     def load(self, partition: int, records: Iterable[tuple[bytes, bytes | None]], now_ms: int) -> None:
         """Replay a partition's records (the last one per id wins) and serve its ids.
@@ -115,7 +119,7 @@ class TransactionCoordinator:
             if meta.state == TxnState.PREPARE_EPOCH_FENCE:  # never written by Kafka; be lenient
                 meta.state = TxnState.ONGOING
             self._txns[tid] = meta
-        self._loaded.add(partition)
+        self._partitions.add(partition)
         for meta in list(loaded.values()):
             if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
                 log.info("completing transaction of %s left in %s", meta.transactional_id, meta.state.kafka_name)
@@ -131,7 +135,7 @@ class TransactionCoordinator:
     def _check_coordinator(self, transactional_id: str | None) -> E | None:
         if not transactional_id:
             return E.invalid_request
-        if self.partition_for(transactional_id) not in self._loaded:
+        if not self._partitions.serves(transactional_id):
             return E.coordinator_load_in_progress
         return None
 
@@ -209,7 +213,7 @@ class TransactionCoordinator:
         While the id's state partition loads the answer is NOT_ENOUGH_REPLICAS, a retriable error, as Kafka's
         AddPartitionsToTxnManager maps the coordinator errors of a verification for the producer.
         """
-        if self.partition_for(transactional_id) not in self._loaded:
+        if not self._partitions.serves(transactional_id):
             return E.not_enough_replicas
         meta = self._txns.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from logway.coordinator.group_config import GroupConfig
 from logway.coordinator.group_coordinator import GroupCoordinator
 from logway.wire.batch import (
     BASE_SEQUENCE_POS,
@@ -156,15 +157,14 @@ class GroupService:
         config = broker.config
         self.offsets_log = ConsumerOffsetsLog(broker)
         props = config.properties
-        self.coordinator = GroupCoordinator(
-            self.offsets_log,
+        self.coordinator = GroupCoordinator(self.offsets_log, GroupConfig(
             num_partitions=config.offsets_topic_num_partitions,
             initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
             offsets_retention_ms=int(props["offsets.retention.minutes"]) * 60_000,
             max_session_timeout_ms=int(props["group.max.session.timeout.ms"]),
             min_session_timeout_ms=int(props["group.min.session.timeout.ms"]),
             offset_metadata_max_bytes=int(props["offset.metadata.max.bytes"]),
-        )
+        ))
         self._retention_check_ms = int(props["offsets.retention.check.interval.ms"])
         self._wakeup = trio.Event()
 
@@ -187,8 +187,11 @@ class GroupService:
         waited = time.monotonic() - started
         if waited > SLOW_ANSWER_S:
             # A parked JoinGroup/SyncGroup also holds back every later request on its connection (as in Kafka).
+            request = kwargs.get("request")  # JoinGroup passes its fields as one JoinGroupRequest
+            group_id = kwargs.get("group_id") if request is None else request.group_id
+            member_id = kwargs.get("member_id") if request is None else request.member_id
             log.info("%s of group %s (member %s) answered after %.1f s", method.__name__,
-                     kwargs.get("group_id"), kwargs.get("member_id") or "-", waited)
+                     group_id, member_id or "-", waited)
         # A commit is answered only once it is as durable as the flush policy says.
         await self.offsets_log.flush_pending()
         return box[0]

@@ -8,6 +8,7 @@ The answer waits until the rebalance completes (GroupService.call).
 
 from __future__ import annotations
 
+from logway.coordinator.results import JoinGroupRequest
 from logway.wire.protocol import build, response_type
 
 API_KEY = 11
@@ -19,8 +20,7 @@ async def handle(ctx, request):
     groups = ctx.broker.groups
     session_timeout = int(request.session_timeout.total_seconds() * 1000)
     rebalance = getattr(request, "rebalance_timeout", None)
-    result = await groups.call(
-        groups.coordinator.join_group,
+    result = await groups.call(groups.coordinator.join_group, request=JoinGroupRequest(
         group_id=request.group_id,
         member_id=request.member_id,
         group_instance_id=getattr(request, "group_instance_id", None),
@@ -32,7 +32,7 @@ async def handle(ctx, request):
         rebalance_timeout_ms=int(rebalance.total_seconds() * 1000) if rebalance is not None else session_timeout,
         require_known_member_id=ctx.version >= 4,
         support_skip_assignment=ctx.version >= 9,
-    )
+    ))
     return build(response_type(API_KEY, ctx.version), {
         "throttle_time": 0,
         "error_code": result.error_code,

@@ -14,8 +14,9 @@ from typing import Any
 from kio.schema.consumer_protocol_subscription.v1.data import ConsumerProtocolSubscription
 from kio.serial import entity_writer
 
+from logway.coordinator.group_config import GroupConfig
 from logway.coordinator.group_coordinator import GroupCoordinator
-from logway.coordinator.results import CommitOffset, MemberIdentity
+from logway.coordinator.results import CommitOffset, JoinGroupRequest, MemberIdentity
 from logway.wire.errors import ErrorCode
 
 _write_subscription_v1 = entity_writer(ConsumerProtocolSubscription)
@@ -83,7 +84,7 @@ class Cluster:
     def __init__(self, log: FakeOffsetsLog | None = None, load: bool = True, **config: Any) -> None:
         self.log = log or FakeOffsetsLog()
         self.now = 1_000_000
-        self.gc = GroupCoordinator(self.log, **config)
+        self.gc = GroupCoordinator(self.log, GroupConfig(**config))
         if load:
             self.gc.load_all(self.now)
 
@@ -107,7 +108,7 @@ class Cluster:
         skip: bool = False,
     ) -> Reply:
         reply = Reply()
-        self.gc.join_group(
+        request = JoinGroupRequest(
             group,
             member_id,
             instance,
@@ -119,9 +120,8 @@ class Cluster:
             rebalance_timeout_ms=rebalance,
             require_known_member_id=require_known_member_id,
             support_skip_assignment=skip,
-            now_ms=self.now,
-            respond=reply,
         )
+        self.gc.join_group(request, now_ms=self.now, respond=reply)
         return reply
 
     def join_new(self, group: str, **kw: Any) -> Reply:
@@ -214,7 +214,7 @@ class Cluster:
     def stable_group(self, group: str, n: int, **kw: Any) -> tuple[list[str], int]:
         """Bring ``n`` dynamic members to a Stable generation; returns (member ids, generation), leader first."""
         replies = [self.join_new(group, **kw) for _ in range(n)]
-        self.advance(self.gc.initial_rebalance_delay_ms * 2)
+        self.advance(self.gc.config.initial_rebalance_delay_ms * 2)
         assert all(r.done and r.error == ErrorCode.none for r in replies), [r.results for r in replies]
         generation = replies[0].value.generation_id
         leader = replies[0].value.leader

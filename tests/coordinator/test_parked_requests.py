@@ -12,7 +12,7 @@ import random
 import pytest
 from coordinator_harness import Cluster, Reply, subscription
 
-from logway.coordinator.results import MemberIdentity
+from logway.coordinator.results import JoinGroupRequest, MemberIdentity
 from logway.wire.errors import ErrorCode as E
 
 REBALANCE = 20_000
@@ -77,7 +77,7 @@ def completing_rebalance(cluster: Cluster) -> tuple[str, str, Reply]:
     """Two members got their JoinGroup answers; the follower's SyncGroup is parked waiting for the leader's."""
     a = cluster.join_new("g", session=10_000, rebalance=REBALANCE)
     b = cluster.join_new("g", session=10_000, rebalance=REBALANCE)
-    cluster.advance(cluster.gc.initial_rebalance_delay_ms * 2)
+    cluster.advance(cluster.gc.config.initial_rebalance_delay_ms * 2)
     leader = a.value.leader
     follower = ({a.value.member_id, b.value.member_id} - {leader}).pop()
     parked = cluster.sync("g", 1, follower)
@@ -119,7 +119,7 @@ def test_parked_sync_resent_answers_the_older_one(cluster: Cluster) -> None:
 def test_parked_sync_of_a_replaced_static_member_is_fenced(cluster: Cluster) -> None:
     a = cluster.join("g", instance="i-a", session=10_000, rebalance=REBALANCE)
     b = cluster.join("g", instance="i-b", session=10_000, rebalance=REBALANCE)
-    cluster.advance(cluster.gc.initial_rebalance_delay_ms * 2)
+    cluster.advance(cluster.gc.config.initial_rebalance_delay_ms * 2)
     static = {a.value.member_id: "i-a", b.value.member_id: "i-b"}
     follower = ({a.value.member_id, b.value.member_id} - {a.value.leader}).pop()
     parked = cluster.sync("g", 1, follower, instance=static[follower])
@@ -159,12 +159,11 @@ def timed_storm(seed: int) -> list[tuple[str, TimedReply]]:
         if action == 0:
             instance = rng.choice([None, None, "i1", "i2"])
             reply = TimedReply(cluster)
-            cluster.gc.join_group(
+            cluster.gc.join_group(JoinGroupRequest(
                 "g", member_id if instance is None else "", instance, "consumer", rng.choice(PROTOCOLS),
                 client_id="c", client_host="/h", session_timeout_ms=rng.choice([6000, 10_000]),
                 rebalance_timeout_ms=rng.choice([0, 6000, REBALANCE]), require_known_member_id=True,
-                now_ms=cluster.now, respond=reply,
-            )
+            ), now_ms=cluster.now, respond=reply)
             parked.append(("join", reply))
         elif action == 1:
             reply = TimedReply(cluster)

@@ -1,0 +1,23 @@
+"""The broker settings the group coordinator follows, under Kafka's names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_OFFSETS_RETENTION_MS", "GroupConfig"]
+
+# offsets.retention.minutes default (7 days).
+DEFAULT_OFFSETS_RETENTION_MS = 10080 * 60 * 1000
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    """Group coordinator settings; the defaults are Kafka's."""
+
+    num_partitions: int = 50  # offsets.topic.num.partitions
+    initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
+    offsets_retention_ms: int = DEFAULT_OFFSETS_RETENTION_MS  # offsets.retention.minutes
+    max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
+    min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
+    group_max_size: int = 2**31 - 1  # group.max.size
+    offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
