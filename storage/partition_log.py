@@ -26,7 +26,6 @@ from logway.storage.cleaner import CleanableRange, CleanerConfig, CompactionStat
 from logway.storage.compaction_swap import CompactionSwap
 from logway.storage.config import LogConfig
 from logway.storage.errors import (
-    CorruptRecord,
     InvalidProducerEpoch,
     InvalidRecord,
     KafkaStorageError,
@@ -39,7 +38,6 @@ from logway.storage.producer_state import BatchMetadata, ProducerStateManager
 from logway.storage.segment import BatchEntry, LogSegment, UndoFailed
 from logway.wire.batch import (
     NO_PRODUCER_ID,
-    CorruptBatch,
     patch_base_offset,
     patch_leader_epoch,
     patch_log_append_time,
@@ -486,19 +484,15 @@ class PartitionLog:
         """(offset, timestamp) of the first record with timestamp >= ``timestamp_ms`` (ListOffsets by time).
 
         Like Kafka's UnifiedLog.fetchOffsetByTimestamp: the first segment whose largest timestamp
-        reaches the target, the time index to skip ahead inside it, batch headers (maxTimestamp)
-        to find the batch, and only that batch's records are decoded. None if no record qualifies.
+        reaches the target and holds such a record (LogSegment.find_offset_by_timestamp). None if no
+        record qualifies.
         """
         start_offset = self._log_start_offset
         for seg in self._segments:
-            if seg.max_timestamp < timestamp_ms:
-                continue
-            begin = max(seg.time_index.offset_before(timestamp_ms), start_offset)
-            for pos, header in seg.iter_headers(seg.offset_index.lookup(begin)):
-                if header.max_timestamp >= timestamp_ms and header.last_offset >= start_offset:
-                    found = self._first_record_at_or_after(seg, pos, header.size, timestamp_ms, start_offset)
-                    if found is not None:
-                        return found
+            if seg.max_timestamp >= timestamp_ms:
+                found = seg.find_offset_by_timestamp(timestamp_ms, start_offset)
+                if found is not None:
+                    return found
         return None
 
     def max_timestamp(self) -> tuple[int, int] | None:
@@ -511,25 +505,10 @@ class PartitionLog:
             return None
         found = best.find_batch(best.offset_of_max_timestamp)
         if found is not None:
-            result = self._first_record_at_or_after(best, found[0], found[1], best.max_timestamp, self._log_start_offset)
+            result = best.first_record_at_or_after(found[0], found[1], best.max_timestamp, self._log_start_offset)
             if result is not None:
                 return result
         return best.offset_of_max_timestamp, best.max_timestamp
-
-    @staticmethod
-    def _first_record_at_or_after(
-        seg: LogSegment, position: int, size: int, timestamp_ms: int, min_offset: int
-    ) -> tuple[int, int] | None:
-        from logway.wire.records import decode_batch  # the record codec; only this cold path decodes records
-
-        try:
-            batch = decode_batch(seg.read_batch(position, size))
-        except CorruptBatch as e:
-            raise CorruptRecord(f"corrupt record batch at byte {position} of {seg.log_path}: {e}") from None
-        for record in batch.records:
-            if record.timestamp >= timestamp_ms and record.offset >= min_offset:
-                return record.offset, record.timestamp
-        return None
 
     # -- durability ----------------------------------------------------------------------------------
 

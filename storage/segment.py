@@ -458,6 +458,35 @@ class LogSegment(LazyFile):
         self._check_followed(position, size, self.size)
         return self._pread(size, position)
 
+    def find_offset_by_timestamp(self, timestamp_ms: int, start_offset: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after ``start_offset`` with timestamp >= ``timestamp_ms``.
+
+        Kafka's LogSegment.findOffsetByTimestamp: the time index to skip ahead, batch headers
+        (maxTimestamp) to find the batch, and only that batch's records are decoded. None if none qualifies.
+        """
+        begin = max(self.time_index.offset_before(timestamp_ms), start_offset)
+        for pos, header in self.iter_headers(self.offset_index.lookup(begin)):
+            if header.max_timestamp >= timestamp_ms and header.last_offset >= start_offset:
+                found = self.first_record_at_or_after(pos, header.size, timestamp_ms, start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    def first_record_at_or_after(
+        self, position: int, size: int, timestamp_ms: int, min_offset: int
+    ) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record of the batch at ``position`` with both at least the given ones."""
+        from logway.wire.records import decode_batch  # the record codec; only this cold path decodes records
+
+        try:
+            batch = decode_batch(self.read_batch(position, size))
+        except CorruptBatch as e:
+            raise self._corrupt(position, str(e)) from None
+        for record in batch.records:
+            if record.timestamp >= timestamp_ms and record.offset >= min_offset:
+                return record.offset, record.timestamp
+        return None
+
     # -- truncation, flushing, deletion ----------------------------------------------------------
 
     def truncate_to(self, offset: int) -> None:
