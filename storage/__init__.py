@@ -2,7 +2,8 @@
 
 Entry points: `storage.log_manager.LogManager` (topics across log.dirs, retention, flush and
 compaction scheduling), `storage.partition_log.PartitionLog` (append / read / list offsets /
-flush / compact for one partition), `storage.config.LogConfig` (topic configs),
+flush / compact for one partition; it is opened and recovered by `storage.log_loader.LogLoader` and
+compacted through `storage.compaction_swap.CompactionSwap`), `storage.config.LogConfig` (topic configs),
 `storage.cleaner.CleanerConfig` (``log.cleaner.*`` broker settings) and `storage.errors`
 (exceptions carrying Kafka error codes). Synchronous code over real files; single writer per
 partition; only `PartitionLog.flush` and `PartitionLog.compact` may run on another thread.

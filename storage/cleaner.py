@@ -2,8 +2,8 @@
 
 Everything here reads inactive segments and writes new ``.cleaned`` files; nothing touches the
 live segment tuple, so it runs in a worker thread while the event loop keeps appending and
-reading. `storage.partition_log.PartitionLog` swaps the result in (see its ``compact`` and
-``finish_compaction``).
+reading. `storage.compaction_swap.CompactionSwap` runs it for one log and swaps the result in
+(see its ``compact`` and ``finish``).
 
 The rules are Kafka's (seed 000, LogCleaner / LogCleanerManager / MemoryRecords.filterTo):
 
@@ -44,6 +44,7 @@ from logway.storage.errors import InvalidConfig
 from logway.storage.offset_map import OffsetMap
 from logway.storage.progress import Progress
 from logway.storage.segment import CLEANED_SUFFIX, LogSegment
+from logway.wire import compression as codecs
 from logway.wire.batch import (
     ATTRIBUTES_POS,
     CRC_POS,
@@ -55,7 +56,7 @@ from logway.wire.batch import (
     compute_crc,
     parse_header,
 )
-from logway.wire.records import Record, build_batch, decode_batch, rebuild_batch
+from logway.wire.records import Record, decode_batch, rebuild_batch
 
 log = logging.getLogger(__name__)
 
@@ -459,19 +460,8 @@ def _filter_batch(
     if header.producer_id != NO_PRODUCER_ID and last_data_offsets.get(header.producer_id) == header.last_offset:
         # BatchRetention.RETAIN_EMPTY: the producer's last sequence lives in this batch's header.
         stats.empty_batches_kept += 1
-        return build_batch(
-            [],
-            base_offset=header.base_offset,
-            base_timestamp=header.max_timestamp,
-            max_timestamp=header.max_timestamp,
-            producer_id=header.producer_id,
-            producer_epoch=header.producer_epoch,
-            base_sequence=header.base_sequence,
-            is_transactional=header.is_transactional,
-            partition_leader_epoch=header.partition_leader_epoch,
-            log_append_time=header.log_append_time,
-            last_offset_delta=header.last_offset_delta,
-        )
+        return rebuild_batch(header, [], compression=codecs.NONE, base_timestamp=header.max_timestamp,
+                             max_timestamp=header.max_timestamp)
     return None
 
 

@@ -18,25 +18,23 @@ import threading
 from collections.abc import Callable, Sized
 from pathlib import Path
 
-_FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+from logway.storage.open_files import OPEN_FLAGS, LazyFile
+
 # Entries held in memory before one write of them (2 KB of offset index, 3 KB of time index: one
 # syscall per ~1 MB of log at the default index.interval.bytes, instead of one per entry).
 WRITE_EVERY = 256
 
 
-class IndexFile:
+class IndexFile(LazyFile):
     """An index file opened for appending, with the entry size and capacity of its kind."""
 
     entry_size = 0
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
+        super().__init__()  # created now, opened on first use (see LogSegment: idle partitions hold no descriptors)
         self.path = path
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_size // self.entry_size)
-        # Created now, opened on first use (see LogSegment: idle partitions hold no descriptors).
-        self._fd = -1
-        self._closed = False
-        self._open_lock = threading.Lock()
         # Entries [0, _written) are in the file; the rest are held in memory (see WRITE_EVERY). The loop appends
         # and truncates, the flush thread writes held entries: both under _write_lock.
         self._written = 0
@@ -45,7 +43,7 @@ class IndexFile:
         # it is cut back to _written entries before the next write or truncation.
         self._torn = path.exists()
         if not self._torn:
-            os.close(os.open(path, _FLAGS, 0o644))
+            os.close(os.open(path, OPEN_FLAGS, 0o644))
 
     # Called after the descriptor is (re)opened: the segment registers with the open-files bound.
     on_open: Callable[[], None] | None = None
@@ -56,11 +54,7 @@ class IndexFile:
         fd = self._fd
         if fd >= 0 or self._closed:
             return fd
-        with self._open_lock:
-            opened = self._fd < 0 and not self._closed
-            if opened:
-                self._fd = os.open(self.path, _FLAGS, 0o644)
-            fd = self._fd
+        fd, opened = self._open_fd(self.path)
         if opened and self.on_open is not None:
             self.on_open()
         return fd
@@ -78,10 +72,7 @@ class IndexFile:
 
     def release(self) -> None:
         """Close the descriptor until the next use (see LogSegment.release_files)."""
-        with self._open_lock:
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+        self._close_fd()
 
     _offsets: Sized  # relative offsets of the entries, kept by each kind
 
@@ -156,8 +147,4 @@ class IndexFile:
 
     def close(self) -> None:
         """Close the descriptor (idempotent)."""
-        with self._open_lock:
-            self._closed = True
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+        self._close_fd(final=True)

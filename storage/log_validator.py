@@ -53,14 +53,35 @@ def validate_batches(
 def _validate_one(
     view: memoryview, pos: int, config: LogConfig, now_ms: int, topic_partition: str, coordinator: bool = False
 ) -> ValidBatch:
+    """One batch, in Kafka's order: its framing, its header fields and CRC, every record, every timestamp."""
     scanned = check_batch(view, pos)  # the usual batch: header and records read in one call
+    header = _parse_header(view, pos) if scanned is None else BatchHeader(*scanned[0])
+    _check_header(view, pos, header, config, topic_partition, coordinator)
     if scanned is None:
-        try:
-            header = validate_batch(view, pos, check_crc=False)
-        except CorruptBatch as e:
-            raise CorruptRecord(str(e)) from None
+        records = _validate_records(view, pos, header, topic_partition)
     else:
-        header = BatchHeader(*scanned[0])
+        records = summarize(header, *scanned[1:])
+    try:
+        _check_timestamps(header, records, config, now_ms)
+    except InvalidTimestamp as e:
+        if "out of range" not in str(e):
+            raise
+        raise _out_of_range(view, pos, header, config, now_ms) from None
+    return ValidBatch(pos, header, records)
+
+
+def _parse_header(view: memoryview, pos: int) -> BatchHeader:
+    """The header of a batch `check_batch` did not take (compressed, or with a problem to name)."""
+    try:
+        return validate_batch(view, pos, check_crc=False)
+    except CorruptBatch as e:
+        raise CorruptRecord(str(e)) from None
+
+
+def _check_header(
+    view: memoryview, pos: int, header: BatchHeader, config: LogConfig, topic_partition: str, coordinator: bool
+) -> None:
+    """The header fields and the CRC-32C, as Kafka's analyzeAndValidateRecords and LogValidator check them."""
     if header.base_offset != 0:
         raise InvalidRecord(f"The baseOffset of the record batch in the append to {topic_partition} should be 0, "
                             f"but it is {header.base_offset}")
@@ -77,25 +98,24 @@ def _validate_one(
     if header.producer_id != NO_PRODUCER_ID and header.base_sequence < 0 and not coordinator:
         raise InvalidRecord(f"Invalid sequence number {header.base_sequence} in record batch with producerId "
                             f"{header.producer_id} in topic partition {topic_partition}")
-    if scanned is None:
-        try:
-            records = validate_records(view, pos, header)
-        except MalformedRecords as e:  # Kafka's InvalidRecordException from the record iterator
-            raise InvalidRecord(f"{e} in topic partition {topic_partition}") from None
-        except CorruptBatch as e:
-            raise CorruptRecord(f"{e} in topic partition {topic_partition}") from None
-    else:
-        records = summarize(header, *scanned[1:])
+
+
+def _validate_records(view: memoryview, pos: int, header: BatchHeader, topic_partition: str) -> RecordsSummary:
+    """Every record of a batch `check_batch` did not take, decompressed if need be."""
     try:
-        _check_timestamps(header, records, config, now_ms)
-    except InvalidTimestamp as e:
-        if "out of range" not in str(e):
-            raise
-        low, high = now_ms - config.message_timestamp_before_max_ms, now_ms + config.message_timestamp_after_max_ms
-        raw = bytes(view[pos : pos + header.size])  # the request buffer may be reused before the records are named
-        raise InvalidTimestamp("One or more records have been rejected due to invalid timestamp",
-                               lambda: _timestamp_errors(raw, low, high)) from None
-    return ValidBatch(pos, header, records)
+        return validate_records(view, pos, header)
+    except MalformedRecords as e:  # Kafka's InvalidRecordException from the record iterator
+        raise InvalidRecord(f"{e} in topic partition {topic_partition}") from None
+    except CorruptBatch as e:
+        raise CorruptRecord(f"{e} in topic partition {topic_partition}") from None
+
+
+def _out_of_range(view: memoryview, pos: int, header: BatchHeader, config: LogConfig, now_ms: int) -> InvalidTimestamp:
+    """The error for a batch with records outside the timestamp bounds; the records are named only when asked."""
+    low, high = now_ms - config.message_timestamp_before_max_ms, now_ms + config.message_timestamp_after_max_ms
+    raw = bytes(view[pos : pos + header.size])  # the request buffer may be reused before the records are named
+    return InvalidTimestamp("One or more records have been rejected due to invalid timestamp",
+                            lambda: _timestamp_errors(raw, low, high))
 
 
 def _decoded(raw: bytes) -> list:

@@ -1,6 +1,7 @@
-"""The process-wide bound on open segment files (DESIGN.md principle 4: bounded open file handles).
+"""Descriptors opened on first use, and the process-wide bound on open segment files (DESIGN.md principle 4).
 
-Segments open their files on first use and register here; when more than ``max_open`` segments hold
+Segment and index files are opened on first use (`LazyFile`), so idle partitions hold no descriptors.
+Segments register here when they open their files; when more than ``max_open`` segments hold
 descriptors, the least recently opened one not used since it was last looked at (the CLOCK second-chance
 rule) gives its descriptors up and reopens them when next used. An evicted descriptor is closed only after
 ``grace_s``: a sendfile or fsync that read the number just before the eviction keeps a valid descriptor of
@@ -16,12 +17,43 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from pathlib import Path
 from typing import Protocol
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_OPEN_SEGMENTS = 2048  # broker property log.max.open.segments
 GRACE_S = 30.0
+OPEN_FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+
+
+class LazyFile:
+    """A file's descriptor, opened on first use and closed until the next use or for good.
+
+    The loop and a flush or compaction thread may both get to it first: opening and closing hold ``_open_lock``.
+    """
+
+    def __init__(self) -> None:
+        self._fd = -1
+        self._closed = False
+        self._open_lock = threading.Lock()
+
+    def _open_fd(self, path: Path) -> tuple[int, bool]:
+        """The descriptor of ``path`` (-1 once closed for good), and whether this call opened it."""
+        with self._open_lock:
+            opened = self._fd < 0 and not self._closed
+            if opened:
+                self._fd = os.open(path, OPEN_FLAGS, 0o644)
+            return self._fd, opened
+
+    def _close_fd(self, *, final: bool = False) -> None:
+        """Close the descriptor if one is open; ``final``: never open it again."""
+        with self._open_lock:
+            if final:
+                self._closed = True
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
 
 
 class Evictable(Protocol):

@@ -1,4 +1,4 @@
-"""One topic-partition's log: segments, offsets, idempotent-producer state, reads and recovery (Kafka's UnifiedLog).
+"""One topic-partition's log: appends, reads, offsets, producer state, flush, retention (Kafka's UnifiedLog).
 
 Threading: every method runs on the event-loop thread except `flush` and `compact`, which a
 worker thread may run concurrently. The segment list is an immutable tuple replaced on roll,
@@ -6,17 +6,9 @@ delete and compaction swap (copy-on-write, seed 001), so `flush`, `compact` and 
 consistent snapshot without locks; `flush` only fsyncs descriptors of that snapshot and then
 sets one int (the recovery point).
 
-Compaction is two calls: `compact` (worker thread) reads inactive segments of its snapshot and
-writes ``.cleaned`` segments; `finish_compaction` (loop thread, no lock needed) swaps them into
-the tuple if their sources are still live. While a compaction runs the loop defers closing the
-files of removed segments, so the worker never reads a closed (or reused) descriptor.
-
-Crash safety of the swap follows Kafka's LocalLog.replaceSegments: ``.cleaned`` files are
-fsynced, renamed ``.swap`` (the log file last: a ``<base>.log.swap`` commits the swap), the
-sources are renamed ``.deleted``, then the ``.swap`` files get their final names. Loading
-deletes ``.cleaned`` files (an unfinished compaction: the old segments stay) and completes a
-``.swap`` (the segments it replaced are deleted first), so a kill at any point recovers either
-the old or the new segments.
+Opening the log (recovery included) is storage.log_loader's LogLoader; compaction and the swap of
+its output into the segment tuple are storage.compaction_swap's CompactionSwap, which the
+compaction methods here delegate to.
 """
 
 from __future__ import annotations
@@ -25,54 +17,34 @@ import logging
 import os
 import shutil
 import time
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from logway.storage.cleaner import (
-    CleanableRange,
-    CleanerConfig,
-    CompactionResult,
-    CompactionStats,
-    clean_log,
-    cleanable_range,
-    discard,
-)
+from logway.storage.cleaner import CleanableRange, CleanerConfig, CompactionStats
+from logway.storage.compaction_swap import CompactionSwap
 from logway.storage.config import LogConfig
 from logway.storage.errors import (
-    CorruptRecord,
     InvalidProducerEpoch,
     InvalidRecord,
     KafkaStorageError,
     OffsetOutOfRange,
     RecordBatchTooLarge,
 )
+from logway.storage.log_loader import LogLoader, rebuild_producer_state
 from logway.storage.log_validator import ValidBatch, convert_batches, validate_batches
 from logway.storage.producer_state import BatchMetadata, ProducerStateManager
-from logway.storage.segment import (
-    CLEANED_SUFFIX,
-    DELETED_SUFFIX,
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
-    SWAP_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    BatchEntry,
-    LogSegment,
-    UndoFailed,
-    segment_name,
-)
-from logway.storage.txn_index import AbortedTxn, append_entry, read_entries, write_entries
+from logway.storage.segment import BatchEntry, LogSegment, UndoFailed
 from logway.wire.batch import (
     NO_PRODUCER_ID,
-    CorruptBatch,
     patch_base_offset,
     patch_leader_epoch,
     patch_log_append_time,
     patch_max_timestamp,
 )
 from logway.wire.compression import codec_for_compression_type
-from logway.wire.records import ControlType, build_end_txn_marker, control_type, decode_batch
+from logway.wire.records import ControlType, build_end_txn_marker
 
 NO_TIMESTAMP = -1
 # read_extent's margin past max_bytes: the batch header `LogSegment.read` peeks at beyond the slice, page-aligned.
@@ -96,20 +68,6 @@ class AppendResult:
     duplicate: bool = False
     # flush.messages reached: the caller must run `flush` (in a worker thread) before acknowledging.
     flush_needed: bool = False
-
-
-@dataclass(slots=True)
-class RecoveryLoss:
-    """Data recovery removed at load: counted per log and per broker, for the metrics to report."""
-
-    truncations: int = 0  # segments cut at an invalid batch
-    bytes_dropped: int = 0  # bytes removed: the cut tails plus the deleted later segments
-    segments_deleted: int = 0
-
-    def add(self, other: RecoveryLoss) -> None:
-        self.truncations += other.truncations
-        self.bytes_dropped += other.bytes_dropped
-        self.segments_deleted += other.segments_deleted
 
 
 @dataclass(slots=True)
@@ -162,7 +120,6 @@ class PartitionLog:
     ) -> None:
         self.dir = Path(directory)
         self._on_offline = on_offline  # the log manager takes the whole log dir offline
-        self._on_recovered = on_recovered  # told the bytes of each segment recovery scanned (progress lines)
         self.topic = topic
         self.partition = partition
         self.config = config
@@ -173,18 +130,19 @@ class PartitionLog:
         self._closed = False
         self._offline = False  # an I/O error that could not be undone: no more appends (Kafka's offline log dir)
         self.cleaner_config = cleaner_config or CleanerConfig()
-        self._cleaner_offset = cleaner_offset  # first dirty offset (Kafka's cleaner-offset-checkpoint entry)
-        self._compacting = False
-        self._compaction_failed = False
-        self._prepared: tuple[CompactionResult, int] | None = None
-        self._truncations = 0
-        self._segments: tuple[LogSegment, ...] = ()
-        self._bases: tuple[int, ...] = ()
-        self._aborted: list[AbortedTxn] = []  # every segment's txnindex entries, by last offset (the ABORT marker)
-        self.recovery_loss = RecoveryLoss()  # what loading had to remove
-        self.recovered_bytes = 0  # bytes of the segments loading had to scan (recover) batch by batch
         self.counters = PartitionCounters()
-        self._load(recovery_point, log_start_offset, clean_shutdown)
+        now = self._clock()
+        loaded = LogLoader(self.dir, topic, partition, config, self._producers, on_recovered=on_recovered).load(
+            recovery_point, log_start_offset, clean_shutdown, now)
+        self._set_segments(loaded.segments)
+        self._log_start_offset = loaded.log_start_offset
+        self._log_end_offset = loaded.log_end_offset
+        self._recovery_point = loaded.recovery_point
+        self._last_flush_ms = now
+        self._aborted = loaded.aborted  # every segment's txnindex entries, by last offset (the ABORT marker)
+        self.recovery_loss = loaded.loss  # what loading had to remove
+        self.recovered_bytes = loaded.recovered_bytes  # bytes of the segments loading had to scan batch by batch
+        self._compaction = CompactionSwap(self, self._producers, self._aborted, cleaner_offset, self._clock)
 
     # -- offsets ---------------------------------------------------------------------------------
 
@@ -236,163 +194,8 @@ class PartitionLog:
         """Base offsets of the live segments, oldest first."""
         return self._bases
 
-    # -- loading and recovery ----------------------------------------------------------------------
-
-    def _load(self, recovery_point: int, log_start_offset: int, clean_shutdown: bool) -> None:
-        """Open the segments, recover what may be torn, and rebuild producer state (Kafka's LogLoader)."""
-        now = self._clock()
-        self.dir.mkdir(parents=True, exist_ok=True)
-        segments = self._recover_segments(self._segment_bases(now), recovery_point, log_start_offset,
-                                          clean_shutdown, now)
-        self._set_segments(tuple(segments))
-        self._log_end_offset = segments[-1].end_offset
-        self._log_start_offset = min(max(log_start_offset, segments[0].base_offset), self._log_end_offset)
-        self._recovery_point = self._log_end_offset if clean_shutdown else min(recovery_point, self._log_end_offset)
-        self._last_flush_ms = now
-        self._load_aborted()
-        self._rebuild_producer_state()
-        for seg in self._segments:
-            if seg.end_offset > self._recovery_point:
-                seg.flush()  # what recovery kept is synced before its descriptors go (flush skips closed files)
-            seg.release_files()  # loading is done with them: idle partitions keep no descriptors open
-
-    def _segment_bases(self, now: int) -> list[int]:
-        """The base offsets of the segment files, oldest first, after removing leftovers and finishing swaps."""
-        bases = []
-        swaps = []
-        for name in os.listdir(self.dir):
-            if name.endswith((DELETED_SUFFIX, ".tmp", CLEANED_SUFFIX)):
-                # Leftovers of an unfinished delete, write or compaction: Kafka removes them at load too.
-                (self.dir / name).unlink(missing_ok=True)
-            elif name.endswith(SWAP_SUFFIX):
-                stem = name[: -len(SWAP_SUFFIX)]
-                if stem.endswith(LOG_SUFFIX) and stem[: -len(LOG_SUFFIX)].isdigit():
-                    swaps.append(int(stem[: -len(LOG_SUFFIX)]))
-                else:
-                    (self.dir / name).unlink(missing_ok=True)  # a swapped segment's indexes are rebuilt
-            elif name.endswith(LOG_SUFFIX) and name[: -len(LOG_SUFFIX)].isdigit():
-                bases.append(int(name[: -len(LOG_SUFFIX)]))
-        for base in sorted(swaps):
-            self._complete_swap(base, bases, now)
-        bases.sort()
-        return bases
-
-    def _recover_segments(
-        self, bases: list[int], recovery_point: int, log_start_offset: int, clean_shutdown: bool, now: int,
-    ) -> list[LogSegment]:
-        """Open the segments; recover those that may be torn (an invalid batch ends the log)."""
-        segments: list[LogSegment] = []
-        try:
-            for base in bases:
-                segments.append(LogSegment(self.dir, base, self.config, created_ms=now))
-            # Without a clean shutdown, everything from the segment holding the recovery point on is suspect.
-            first_unflushed = len(segments) if clean_shutdown else max(0, bisect_right(bases, recovery_point) - 1)
-            for i, seg in enumerate(segments):
-                if i < first_unflushed and seg.load_indexes() and seg.load_tail():
-                    continue
-                truncated = seg.recover()
-                self.recovered_bytes += seg.size + truncated
-                if self._on_recovered is not None:
-                    self._on_recovered(seg.size + truncated)
-                if not truncated:
-                    continue
-                # Kafka's LogLoader.recoverLog: an invalid batch ends the log; later segments go.
-                later = segments[i + 1 :] if i >= first_unflushed else []
-                self._report_loss(seg, truncated, later)
-                if later:
-                    for seg_after in later:
-                        seg_after.delete_files()
-                    del segments[i + 1 :]
-                    break
-            if not segments:
-                segments.append(LogSegment(self.dir, log_start_offset, self.config, created_ms=now))
-        except BaseException:
-            for seg in segments:
-                seg.close()
-            raise
-        return segments
-
-    def _report_loss(self, seg: LogSegment, truncated: int, later: list[LogSegment]) -> None:
-        """WARN about data recovery removed and count it (Kafka's "Corruption found in segment ..." warning)."""
-        deleted = sum(s.size for s in later)
-        self.recovery_loss.add(RecoveryLoss(1, truncated + deleted, len(later)))
-        log.warning(
-            "%s-%d: corruption found in segment %s at byte %d; truncating to offset %d: %d bytes dropped",
-            self.topic, self.partition, seg.log_path.name, seg.size, seg.end_offset, truncated,
-        )
-        if later:
-            log.warning(
-                "%s-%d: recovery deleted %d later segments (base offsets %s; offsets %d and above): %d bytes dropped",
-                self.topic, self.partition, len(later), ", ".join(str(s.base_offset) for s in later),
-                later[0].base_offset, deleted,
-            )
-
-    def _complete_swap(self, base: int, bases: list[int], now: int) -> None:
-        """Finish a compaction swap a crash interrupted (Kafka's LogLoader with ``.swap`` files).
-
-        The ``.swap`` segment is complete (fsynced before it was renamed). Every plain segment
-        whose base offset lies in its offset range is one of the segments it replaced (the first
-        shares its base offset); those go, then the swap file takes its final name.
-        """
-        seg = LogSegment(self.dir, base, self.config, created_ms=now, suffix=SWAP_SUFFIX)
-        try:
-            seg.recover()
-            end = max(seg.end_offset, base + 1)
-            for old in [b for b in bases if base <= b < end]:
-                stem = segment_name(old)
-                for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX):
-                    (self.dir / (stem + suffix)).unlink(missing_ok=True)
-                bases.remove(old)
-            seg.change_suffix("")
-        finally:
-            seg.close()
-        bases.append(base)
-
-    def _load_aborted(self) -> None:
-        """Read the segments' txnindex files, dropping entries past the log end (a truncated tail)."""
-        aborted = []
-        for seg in self._segments:
-            entries = read_entries(seg.txn_index_path)
-            kept = [e for e in entries if e.last_offset < self._log_end_offset]
-            if len(kept) != len(entries):
-                write_entries(seg.txn_index_path, kept)
-            aborted.extend(kept)
-        self._aborted = sorted(aborted, key=lambda e: e.last_offset)
-
-    def _rebuild_producer_state(self) -> None:
-        """Newest snapshot at or below the log end, then the batch headers after it (only markers are read).
-
-        Transactions are replayed too: a transactional batch opens its producer's transaction, a marker
-        closes it, and an ABORT marker missing from the txnindex (a crash before it was written) is added.
-        """
-        start = self._producers.load_snapshot(self._log_end_offset)
-        if start is None:
-            start = self._log_start_offset
-        for seg in self._segments:
-            if seg.end_offset <= start:
-                continue
-            try:
-                for pos, header in seg.iter_headers(seg.offset_index.lookup(start)):
-                    if header.base_offset < start or header.producer_id == NO_PRODUCER_ID:
-                        continue
-                    if header.is_control:
-                        commit = _is_commit_marker(seg.read_batch(pos, header.size))
-                        self._end_transaction(seg, header.producer_id, header.producer_epoch, commit,
-                                              header.base_offset, replay=True)
-                        continue
-                    meta = None if header.base_sequence < 0 else BatchMetadata(
-                        header.base_sequence, header.last_sequence, header.base_offset, header.last_offset,
-                        header.max_timestamp,
-                    )
-                    self._producers.update(header.producer_id, header.producer_epoch, meta)
-                    if header.is_transactional:
-                        self._producers.begin_transaction(header.producer_id, header.base_offset)
-            except CorruptRecord as e:
-                # A trusted (flushed or cleanly shut down) segment with a damaged batch: the partition still
-                # loads, reads of that batch answer CORRUPT_MESSAGE, and the producer state stops before it.
-                log.warning("%s-%d: producer state not rebuilt past a corrupt batch: %s", self.topic, self.partition, e)
-
     def _set_segments(self, segments: tuple[LogSegment, ...]) -> None:
+        """Replace the segment tuple (copy-on-write: another thread may be reading the old one)."""
         self._segments = segments
         self._bases = tuple(s.base_offset for s in segments)
 
@@ -565,35 +368,19 @@ class PartitionLog:
         )))
         offset = self._log_end_offset
         self._write(view, [(0, len(view), offset, now_ms)], now_ms)
-        self._end_transaction(self._segments[-1], producer_id, producer_epoch, commit, offset, replay=False)
+        self._aborted.end_transaction(self._producers, self._segments[-1].txn_index_path, producer_id, producer_epoch,
+                                      commit, offset, replay=False)
         return AppendResult(
             offset, offset, now_ms if self.config.log_append_time else NO_TIMESTAMP, self._log_start_offset,
             flush_needed=self._log_end_offset - self._recovery_point >= self.config.flush_messages,
         )
-
-    def _end_transaction(
-        self, seg: LogSegment, producer_id: int, epoch: int, commit: bool, marker_offset: int, *, replay: bool
-    ) -> None:
-        """Close the producer's transaction; an aborted one becomes a txnindex entry of the marker's segment."""
-        first = self._producers.end_transaction(producer_id, epoch)
-        if commit or first < 0:
-            return
-        at = bisect_left(self._aborted, marker_offset, key=lambda e: e.last_offset)
-        if replay and at < len(self._aborted) and self._aborted[at].last_offset == marker_offset:
-            return  # already in the txnindex read at load
-        unstable = self._producers.first_unstable_offset()
-        entry = AbortedTxn(producer_id, first, marker_offset, marker_offset + 1 if unstable is None else unstable)
-        append_entry(seg.txn_index_path, entry)
-        self._aborted.insert(at, entry)
 
     def aborted_transactions(self, fetch_offset: int, upper_offset: int) -> list[tuple[int, int]]:
         """(producerId, firstOffset) of the aborted transactions overlapping [fetch_offset, upper_offset).
 
         Kafka's collectAbortedTransactions: lastOffset >= fetchOffset and firstOffset < upperBoundOffset.
         """
-        aborted = self._aborted
-        start = bisect_left(aborted, fetch_offset, key=lambda e: e.last_offset)
-        return [(e.producer_id, e.first_offset) for e in aborted[start:] if e.first_offset < upper_offset]
+        return self._aborted.collect(fetch_offset, upper_offset)
 
     def _take_offline(self, error: OSError) -> None:
         """An I/O error that could not be undone (Kafka's LogDirFailureChannel): no more appends until a restart."""
@@ -697,19 +484,15 @@ class PartitionLog:
         """(offset, timestamp) of the first record with timestamp >= ``timestamp_ms`` (ListOffsets by time).
 
         Like Kafka's UnifiedLog.fetchOffsetByTimestamp: the first segment whose largest timestamp
-        reaches the target, the time index to skip ahead inside it, batch headers (maxTimestamp)
-        to find the batch, and only that batch's records are decoded. None if no record qualifies.
+        reaches the target and holds such a record (LogSegment.find_offset_by_timestamp). None if no
+        record qualifies.
         """
         start_offset = self._log_start_offset
         for seg in self._segments:
-            if seg.max_timestamp < timestamp_ms:
-                continue
-            begin = max(seg.time_index.offset_before(timestamp_ms), start_offset)
-            for pos, header in seg.iter_headers(seg.offset_index.lookup(begin)):
-                if header.max_timestamp >= timestamp_ms and header.last_offset >= start_offset:
-                    found = self._first_record_at_or_after(seg, pos, header.size, timestamp_ms, start_offset)
-                    if found is not None:
-                        return found
+            if seg.max_timestamp >= timestamp_ms:
+                found = seg.find_offset_by_timestamp(timestamp_ms, start_offset)
+                if found is not None:
+                    return found
         return None
 
     def max_timestamp(self) -> tuple[int, int] | None:
@@ -722,25 +505,10 @@ class PartitionLog:
             return None
         found = best.find_batch(best.offset_of_max_timestamp)
         if found is not None:
-            result = self._first_record_at_or_after(best, found[0], found[1], best.max_timestamp, self._log_start_offset)
+            result = best.first_record_at_or_after(found[0], found[1], best.max_timestamp, self._log_start_offset)
             if result is not None:
                 return result
         return best.offset_of_max_timestamp, best.max_timestamp
-
-    @staticmethod
-    def _first_record_at_or_after(
-        seg: LogSegment, position: int, size: int, timestamp_ms: int, min_offset: int
-    ) -> tuple[int, int] | None:
-        from logway.wire.records import decode_batch  # the record codec; only this cold path decodes records
-
-        try:
-            batch = decode_batch(seg.read_batch(position, size))
-        except CorruptBatch as e:
-            raise CorruptRecord(f"corrupt record batch at byte {position} of {seg.log_path}: {e}") from None
-        for record in batch.records:
-            if record.timestamp >= timestamp_ms and record.offset >= min_offset:
-                return record.offset, record.timestamp
-        return None
 
     # -- durability ----------------------------------------------------------------------------------
 
@@ -795,16 +563,12 @@ class PartitionLog:
             self._log_end_offset = self._segments[-1].end_offset
         self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
         self._recovery_point = min(self._recovery_point, self._log_end_offset)
-        self._truncations += 1  # a compaction planned before this point is not swapped in
-        if self._cleaner_offset is not None and self._cleaner_offset > self._log_end_offset:
-            self._cleaner_offset = self._log_end_offset  # Kafka's maybeTruncateCheckpoint
+        self._compaction.truncated(self._log_end_offset)
         self._producers.delete_snapshots(above=self._log_end_offset)
-        kept = [e for e in self._aborted if e.last_offset < self._log_end_offset]
-        if len(kept) != len(self._aborted):
-            last = self._segments[-1]
-            write_entries(last.txn_index_path, [e for e in kept if e.last_offset >= last.base_offset])
-            self._aborted = kept
-        self._rebuild_producer_state()
+        last = self._segments[-1]
+        self._aborted.truncate(self._log_end_offset, last.base_offset, last.txn_index_path)
+        rebuild_producer_state(self._producers, self._aborted, self._segments, self._log_start_offset,
+                               self._log_end_offset, f"{self.topic}-{self.partition}")
 
     # -- retention and deletion ---------------------------------------------------------------------
 
@@ -859,7 +623,7 @@ class PartitionLog:
             log.info("%s-%d: deleted %d segments (%d bytes) past %s; log start offset %d", self.topic, self.partition,
                      len(doomed), removed, " and ".join(reasons), self._log_start_offset)
             # Aborted transactions whose marker went with the deleted segments concern no readable offset.
-            self._aborted = [e for e in self._aborted if e.last_offset >= segments[0].base_offset]
+            self._aborted.drop_before(segments[0].base_offset)
         return len(doomed)
 
     def delete_records_before(self, offset: int) -> int:
@@ -885,7 +649,7 @@ class PartitionLog:
 
     def delete_pending_segments(self, now_ms: int) -> None:
         """Unlink segments whose delete delay has passed (later, while a compaction may still read them)."""
-        if self._compacting:
+        if self._compaction.compacting:
             return
         keep = []
         for deadline, seg in self._pending_deletes:
@@ -895,114 +659,55 @@ class PartitionLog:
                 keep.append((deadline, seg))
         self._pending_deletes = keep
 
-    # -- compaction --------------------------------------------------------------------------------
+    # -- compaction (storage.compaction_swap) ------------------------------------------------------
 
     @property
     def cleaner_offset(self) -> int | None:
         """The first dirty offset recorded by the last compaction (None before the first)."""
-        return self._cleaner_offset
+        return self._compaction.cleaner_offset
 
     @property
     def compacting(self) -> bool:
         """Whether `compact` has started and `finish_compaction` has not run yet."""
-        return self._compacting
+        return self._compaction.compacting
 
     @property
     def compaction_failed(self) -> bool:
         """Whether the last compaction raised (Kafka then marks the partition uncleanable)."""
-        return self._compaction_failed
+        return self._compaction.failed
 
     def cleanable_range(self, now_ms: int) -> CleanableRange:
         """Dirty section, cleanable bytes and ratio as Kafka's LogCleanerManager computes them (loop thread)."""
-        return cleanable_range(
-            self._segments, self._log_start_offset, self._log_end_offset, self._cleaner_offset, self.config, now_ms,
-            self._producers.first_unstable_offset(),
-        )
+        return self._compaction.cleanable_range(now_ms)
 
     def compact(self, now_ms: int) -> CompactionStats:
         """Compact the cleanable dirty section into ``.cleaned`` segments; safe in a worker thread.
 
-        Reads only inactive segments of the tuple as it is now and writes new files; the loop
-        thread keeps appending and reading meanwhile. Nothing is visible until the loop thread
-        calls `finish_compaction`, which must follow every call (also when this one raised).
+        Nothing is visible until the loop thread calls `finish_compaction`, which must follow every
+        call (also when this one raised).
         """
-        if self._compacting:
-            raise RuntimeError(f"a compaction of {self.topic}-{self.partition} is already in progress")
-        # Set before taking the snapshot: from here on the loop keeps removed segments' files open.
-        self._compacting = True
-        truncations = self._truncations
-        try:
-            segments = self._segments
-            log_start, log_end = self._log_start_offset, self._log_end_offset
-            rng = cleanable_range(segments, log_start, log_end, self._cleaner_offset, self.config, now_ms,
-                                  self._producers.first_unstable_offset())
-            aborted: dict[int, list[tuple[int, int]]] = {}
-            for entry in list(self._aborted):
-                aborted.setdefault(entry.producer_id, []).append((entry.first_offset, entry.last_offset))
-            result = clean_log(
-                self.dir, segments, rng, self.config, self.cleaner_config, self._producers.last_data_offsets(), now_ms,
-                aborted,
-            )
-        except BaseException:
-            # A truncation under a running compaction can make it read short segments: not the log's fault.
-            self._compaction_failed = truncations == self._truncations
-            self._compacting = False
-            raise
-        self._compaction_failed = False
-        self._prepared = (result, truncations)
-        return result.stats
+        return self._compaction.compact(now_ms)
 
     def finish_compaction(self) -> bool:
-        """Swap the segments `compact` wrote into the live tuple (loop thread; a few renames, no fsync).
+        """Swap the segments `compact` wrote into the live tuple (loop thread); whether any was swapped in."""
+        return self._compaction.finish(self._closed)
 
-        A group whose source segments are no longer all live (retention or truncation got there
-        first) is discarded. Returns whether any cleaned segment was swapped in.
-        """
-        prepared, self._prepared = self._prepared, None
-        self._compacting = False
-        if prepared is None:
-            return False
-        result, truncations = prepared
-        if self._closed or truncations != self._truncations:
-            discard(result)
-            return False
-        now = self._clock()
-        swapped = False
-        groups, result.groups = result.groups, []
-        for i, group in enumerate(groups):
-            try:
-                installed = self._swap_in(group.sources, group.cleaned, now)
-            except OSError:
-                # A failed rename leaves this group to load-time recovery; the rest are not attempted.
-                for rest in groups[i + 1 :]:
-                    rest.cleaned.delete_files()
-                raise
-            if installed:
-                swapped = True
-            else:
-                group.cleaned.delete_files()
-        self._cleaner_offset = min(max(result.stats.end_offset, self._cleaner_offset or 0), self._log_end_offset)
-        return swapped
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        """The live segments, oldest first: an immutable tuple, so a consistent snapshot on any thread."""
+        return self._segments
 
-    def _swap_in(self, sources: tuple[LogSegment, ...], cleaned: LogSegment, now_ms: int) -> bool:
-        """Replace ``sources`` (if still live and consecutive) by ``cleaned`` with Kafka's rename order."""
+    def replace_segments(self, at: int, count: int, segment: LogSegment, now_ms: int) -> None:
+        """Put ``segment`` in place of the ``count`` live segments from index ``at`` and schedule their deletion
+        (the compaction swap, which renames the files around this)."""
         segments = self._segments
-        try:
-            i = segments.index(sources[0])
-        except ValueError:
-            return False
-        if segments[i : i + len(sources)] != sources or i + len(sources) >= len(segments):
-            return False
-        # The aborted transactions of the replaced segments move with their markers (which compaction keeps).
-        write_entries(cleaned.txn_index_path, [e for e in self._aborted
-                                               if sources[0].base_offset <= e.last_offset < sources[-1].end_offset])
-        cleaned.change_suffix(SWAP_SUFFIX)  # from here a crash completes the swap at load
-        self._set_segments(segments[:i] + (cleaned,) + segments[i + len(sources) :])
-        for seg in sources:
+        self._set_segments(segments[:at] + (segment,) + segments[at + count :])
+        for seg in segments[at : at + count]:
             self._schedule_delete(seg, now_ms)
-        cleaned.change_suffix("")
+
+    def directory_changed(self) -> None:
+        """A file was created or renamed in the partition directory: the next flush fsyncs the directory."""
         self._dir_dirty = True
-        return True
 
     def active_producers(self) -> list:
         """The producer state entries (DescribeProducers): id, epoch, last sequence and timestamp, open transaction."""
@@ -1044,10 +749,7 @@ class PartitionLog:
 
     def _close_files(self) -> None:
         self._closed = True
-        if self._prepared is not None:
-            discard(self._prepared[0])
-            self._prepared = None
-        self._compacting = False
+        self._compaction.abandon()
         for seg in self._segments:
             seg.close()
         for _, seg in self._pending_deletes:
@@ -1065,11 +767,6 @@ class PartitionLog:
         """Close every file and remove the partition directory."""
         self._close_files()
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def _is_commit_marker(raw: bytes) -> bool:
-    """Whether a control batch is a COMMIT marker (else ABORT)."""
-    return control_type(decode_batch(raw).records[0]) == ControlType.COMMIT
 
 
 def _largest_timestamp(seg: LogSegment) -> int:

@@ -10,14 +10,13 @@ from __future__ import annotations
 import os
 import random
 import struct
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 from logway.storage.config import LogConfig
 from logway.storage.errors import CorruptRecord, KafkaStorageError
 from logway.storage.offset_index import OffsetIndex
-from logway.storage.open_files import OPEN_SEGMENTS
+from logway.storage.open_files import OPEN_FLAGS, OPEN_SEGMENTS, LazyFile
 from logway.storage.time_index import TimeIndex
 from logway.storage.txn_index import TXN_INDEX_SUFFIX
 from logway.wire.batch import (
@@ -44,7 +43,6 @@ _NAV = struct.Struct(">qiibIhi")  # baseOffset .. lastOffsetDelta: enough to kno
 _PEEK = struct.Struct(">qiib")  # baseOffset, batchLength, partitionLeaderEpoch, magic
 _SCAN_PEEK = struct.Struct(">qi")  # baseOffset, batchLength (recovery: magic is checked on its own)
 _RECOVERY_CHUNK = 1 << 20
-_FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 
 
 class UndoFailed(OSError):
@@ -60,12 +58,14 @@ def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}"
 
 
-class LogSegment:
-    """A segment's files, its size and offsets, and the running state its indexes need."""
+class LogSegment(LazyFile):
+    """A segment's files, its size and offsets, and the running state its indexes need (the log file's
+    descriptor is the LazyFile part)."""
 
     def __init__(
         self, directory: Path, base_offset: int, config: LogConfig, *, created_ms: int, suffix: str = ""
     ) -> None:
+        super().__init__()
         self.base_offset = base_offset
         self.suffix = suffix  # "" for a live segment; CLEANED_SUFFIX / SWAP_SUFFIX while compaction writes it
         stem = directory / segment_name(base_offset)
@@ -76,9 +76,6 @@ class LogSegment:
         self._indexes_existed = index_path.exists() and time_index_path.exists()
         # The files are created at once (the base offset lives in the name) but opened only when first used,
         # so idle partitions hold no descriptors (DESIGN.md principle 4); `release_files` closes them again.
-        self._fd = -1
-        self._closed = False
-        self._open_lock = threading.Lock()
         self.recently_used = False  # for the open-files bound (storage/open_files.py)
         self._evicted = False  # descriptors were taken by the bound: writes made through them may need an fsync
         self.size = _create(self.log_path)
@@ -103,11 +100,7 @@ class LogSegment:
             return fd
         if self._closed:
             return fd
-        with self._open_lock:  # the loop and a flush or compaction thread may both get here first
-            opened = self._fd < 0 and not self._closed
-            if opened:
-                self._fd = os.open(self.log_path, _FLAGS, 0o644)
-            fd = self._fd
+        fd, opened = self._open_fd(self.log_path)  # the loop and a flush or compaction thread may both get here
         if opened:
             self._files_opened()
         return fd
@@ -135,10 +128,7 @@ class LogSegment:
 
     def release_files(self) -> None:
         """Close the descriptors until the next use. Only when no reader, writer or flush can hold them (loading)."""
-        with self._open_lock:
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+        self._close_fd()
         self.offset_index.release()
         self.time_index.release()
         OPEN_SEGMENTS.forget(self)
@@ -468,6 +458,35 @@ class LogSegment:
         self._check_followed(position, size, self.size)
         return self._pread(size, position)
 
+    def find_offset_by_timestamp(self, timestamp_ms: int, start_offset: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after ``start_offset`` with timestamp >= ``timestamp_ms``.
+
+        Kafka's LogSegment.findOffsetByTimestamp: the time index to skip ahead, batch headers
+        (maxTimestamp) to find the batch, and only that batch's records are decoded. None if none qualifies.
+        """
+        begin = max(self.time_index.offset_before(timestamp_ms), start_offset)
+        for pos, header in self.iter_headers(self.offset_index.lookup(begin)):
+            if header.max_timestamp >= timestamp_ms and header.last_offset >= start_offset:
+                found = self.first_record_at_or_after(pos, header.size, timestamp_ms, start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    def first_record_at_or_after(
+        self, position: int, size: int, timestamp_ms: int, min_offset: int
+    ) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record of the batch at ``position`` with both at least the given ones."""
+        from logway.wire.records import decode_batch  # the record codec; only this cold path decodes records
+
+        try:
+            batch = decode_batch(self.read_batch(position, size))
+        except CorruptBatch as e:
+            raise self._corrupt(position, str(e)) from None
+        for record in batch.records:
+            if record.timestamp >= timestamp_ms and record.offset >= min_offset:
+                return record.offset, record.timestamp
+        return None
+
     # -- truncation, flushing, deletion ----------------------------------------------------------
 
     def truncate_to(self, offset: int) -> None:
@@ -541,11 +560,7 @@ class LogSegment:
 
     def close(self) -> None:
         """Close all descriptors (idempotent)."""
-        with self._open_lock:
-            self._closed = True
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+        self._close_fd(final=True)
         self.offset_index.close()
         self.time_index.close()
         OPEN_SEGMENTS.forget(self)
@@ -564,7 +579,7 @@ def _create(path: Path) -> int:
     try:
         return os.stat(path).st_size
     except FileNotFoundError:
-        os.close(os.open(path, _FLAGS, 0o644))
+        os.close(os.open(path, OPEN_FLAGS, 0o644))
         return 0
 
 

@@ -5,16 +5,24 @@ lastStableOffset int64. lastOffset is the offset of the ABORT marker; firstOffse
 producer wrote in that transaction. A fetch with isolation_level READ_COMMITTED gets the (producerId,
 firstOffset) of every aborted transaction overlapping the offsets it reads, so the consumer can drop
 their records. A torn tail entry (a crash mid-write) is ignored when read.
+
+`AbortedTxns` holds the entries of every live segment of a partition in memory, in marker order: what
+Kafka's collectAbortedTransactions gathers segment by segment, and what compaction and truncation change.
 """
 
 from __future__ import annotations
 
 import os
 import struct
+from bisect import bisect_left
+from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-__all__ = ["AbortedTxn", "TXN_INDEX_SUFFIX", "append_entry", "read_entries", "write_entries"]
+if TYPE_CHECKING:
+    from logway.storage.producer_state import ProducerStateManager
+
+__all__ = ["AbortedTxn", "AbortedTxns", "TXN_INDEX_SUFFIX", "append_entry", "read_entries", "write_entries"]
 
 TXN_INDEX_SUFFIX = ".txnindex"
 _ENTRY = struct.Struct(">hqqqq")
@@ -63,3 +71,74 @@ def write_entries(path: Path, entries: list[AbortedTxn]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(b"".join(_pack(e) for e in entries))
     os.replace(tmp, path)
+
+
+def _marker_offset(entry: AbortedTxn) -> int:
+    return entry.last_offset
+
+
+class AbortedTxns:
+    """A partition's aborted transactions, ordered by the offset of their ABORT marker (lastOffset)."""
+
+    def __init__(self, entries: list[AbortedTxn] | None = None) -> None:
+        self._entries = entries or []
+
+    @classmethod
+    def load(cls, paths: Iterable[Path], log_end_offset: int) -> AbortedTxns:
+        """Read the segments' txnindex files, dropping entries past the log end (a truncated tail)."""
+        aborted = []
+        for path in paths:
+            entries = read_entries(path)
+            kept = [e for e in entries if e.last_offset < log_end_offset]
+            if len(kept) != len(entries):
+                write_entries(path, kept)
+            aborted.extend(kept)
+        return cls(sorted(aborted, key=_marker_offset))
+
+    def end_transaction(
+        self, producers: ProducerStateManager, path: Path, producer_id: int, epoch: int, commit: bool,
+        marker_offset: int, *, replay: bool,
+    ) -> None:
+        """Close the producer's transaction; an aborted one becomes an entry of the marker segment's txnindex
+        (``path``). ``replay``: the marker is read again at load, and may be in the txnindex already."""
+        first = producers.end_transaction(producer_id, epoch)
+        if commit or first < 0:
+            return
+        at = bisect_left(self._entries, marker_offset, key=_marker_offset)
+        if replay and at < len(self._entries) and self._entries[at].last_offset == marker_offset:
+            return  # already in the txnindex read at load
+        unstable = producers.first_unstable_offset()
+        entry = AbortedTxn(producer_id, first, marker_offset, marker_offset + 1 if unstable is None else unstable)
+        append_entry(path, entry)
+        self._entries.insert(at, entry)
+
+    def collect(self, fetch_offset: int, upper_offset: int) -> list[tuple[int, int]]:
+        """(producerId, firstOffset) of the aborted transactions overlapping [fetch_offset, upper_offset).
+
+        Kafka's collectAbortedTransactions: lastOffset >= fetchOffset and firstOffset < upperBoundOffset.
+        """
+        entries = self._entries
+        start = bisect_left(entries, fetch_offset, key=_marker_offset)
+        return [(e.producer_id, e.first_offset) for e in entries[start:] if e.first_offset < upper_offset]
+
+    def with_markers_in(self, low: int, high: int) -> list[AbortedTxn]:
+        """The entries whose ABORT marker lies in [low, high): a segment's txnindex."""
+        return [e for e in self._entries if low <= e.last_offset < high]
+
+    def by_producer(self) -> dict[int, list[tuple[int, int]]]:
+        """Producer id -> (first, last) offsets of its aborted transactions (safe from a worker thread)."""
+        aborted: dict[int, list[tuple[int, int]]] = {}
+        for entry in list(self._entries):
+            aborted.setdefault(entry.producer_id, []).append((entry.first_offset, entry.last_offset))
+        return aborted
+
+    def truncate(self, log_end_offset: int, last_base_offset: int, last_path: Path) -> None:
+        """Drop the entries at or past the new log end and rewrite the txnindex of the last segment (``last_path``)."""
+        kept = [e for e in self._entries if e.last_offset < log_end_offset]
+        if len(kept) != len(self._entries):
+            write_entries(last_path, [e for e in kept if e.last_offset >= last_base_offset])
+            self._entries = kept
+
+    def drop_before(self, offset: int) -> None:
+        """Forget the entries whose marker went with segments deleted below ``offset`` (they concern no readable offset)."""
+        self._entries = [e for e in self._entries if e.last_offset >= offset]

@@ -599,12 +599,16 @@ def rebuild_batch(
     *,
     compression: int | None = None,
     base_timestamp: int | None = None,
+    max_timestamp: int | None = None,
 ) -> bytes:
     """A batch holding ``records`` with ``header``'s offsets, producer fields and timestamp type.
 
     What Kafka does when it rewrites a batch in place: compaction (MemoryRecords.buildRetainedRecordsInto,
-    the batch's own codec) and recompression to a topic's compression.type (LogValidator).
+    the batch's own codec) and recompression to a topic's compression.type (LogValidator). maxTimestamp is
+    ``max_timestamp`` if given, else the header's for LogAppendTime, else the records' largest.
     """
+    if max_timestamp is None and header.log_append_time:
+        max_timestamp = header.max_timestamp
     return build_batch(
         records,
         base_offset=header.base_offset,
@@ -616,6 +620,6 @@ def rebuild_batch(
         is_transactional=header.is_transactional,
         partition_leader_epoch=header.partition_leader_epoch,
         log_append_time=header.log_append_time,
-        max_timestamp=header.max_timestamp if header.log_append_time else None,
+        max_timestamp=max_timestamp,
         last_offset_delta=header.last_offset_delta,
     )
