@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logway.proxy.addresses import BrokerAddressing, parse_node_id_range
-from logway.server.config import ConfigError, Listener, ServerConfig, parse_properties, read_properties_file
+from logway.server.config import ConfigError, Listener, ServerConfig, int_setting, load_properties
 from logway.server.security.plain import parse_jaas
+from logway.server.security.settings import ProtocolSecurity
 
 PROXY_DEFAULTS: dict[str, str] = {
     "proxy.upstream.bootstrap.servers": "",
@@ -50,23 +51,14 @@ class VirtualCluster:
 
 
 @dataclass
-class UpstreamSecurity:
+class UpstreamSecurity(ProtocolSecurity):
     """How the proxy connects and authenticates to the upstream brokers (its own credentials)."""
 
-    protocol: str = "PLAINTEXT"
     ssl_context: ssl.SSLContext | None = None
     check_hostname: bool = True
     mechanism: str = "PLAIN"
     username: str = ""
     password: str = ""
-
-    @property
-    def tls(self) -> bool:
-        return self.protocol in ("SSL", "SASL_SSL")
-
-    @property
-    def sasl(self) -> bool:
-        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
 
 
 @dataclass
@@ -91,8 +83,8 @@ class ProxyConfig:
         self.backoff = _ms(p, "proxy.upstream.reconnect.backoff.ms")
         self.backoff_max = _ms(p, "proxy.upstream.reconnect.backoff.max.ms")
         self.metadata_refresh = _ms(p, "proxy.metadata.refresh.interval.ms")
-        self.port_offset = _int(p, "proxy.broker.port.offset")
-        self.max_in_flight = _int(p, "proxy.max.in.flight.requests.per.connection")
+        self.port_offset = int_setting(p, "proxy.broker.port.offset")
+        self.max_in_flight = int_setting(p, "proxy.max.in.flight.requests.per.connection")
         if self.max_in_flight < 1:
             raise ConfigError("proxy.max.in.flight.requests.per.connection: must be at least 1")
         try:
@@ -119,11 +111,7 @@ class ProxyConfig:
 
     @classmethod
     def load(cls, path: str | Path | None = None, overrides: dict[str, str] | None = None) -> ProxyConfig:
-        props: dict[str, str] = {}
-        if path is not None:
-            props.update(parse_properties(read_properties_file(Path(path))))
-        props.update(overrides or {})
-        return cls(props)
+        return cls(load_properties(path, overrides))
 
 
 def _virtual_cluster_key(key: str) -> bool:
@@ -174,15 +162,8 @@ def _servers(value: str) -> list[tuple[str, int]]:
     return out
 
 
-def _int(p: dict[str, str], key: str) -> int:
-    try:
-        return int(p[key])
-    except ValueError:
-        raise ConfigError(f"{key}={p[key]!r}: expected an integer") from None
-
-
 def _ms(p: dict[str, str], key: str) -> float:
-    value = _int(p, key)
+    value = int_setting(p, key)
     if value < 0:
         raise ConfigError(f"{key}={value}: must not be negative")
     return value / 1000
