@@ -24,12 +24,10 @@ from logway.wire.protocol import (
     encode_body,
     is_flexible,
     read_uvarint,
+    reader_for,
     response_header_bytes,
     response_type,
     skip_tagged_fields,
-)
-from logway.wire.protocol import (
-    _reader as kio_reader,
 )
 from logway.wire.request_check import check_body
 
@@ -110,6 +108,6 @@ def encode_response_frame(api_key: int, version: int, correlation_id: int, body:
 def _decode(cls: type, frame: bytes, pos: int) -> Any:
     check_body(cls, frame, pos)
     try:
-        return kio_reader(cls)(frame, pos)[0]
+        return reader_for(cls)(frame, pos)[0]
     except Exception as exc:  # kio raises a variety of errors on bad bytes
         raise MalformedRequest(f"cannot decode {cls.__name__} v{cls.__version__}: {exc}") from exc

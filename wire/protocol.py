@@ -99,12 +99,14 @@ def response_type(api_key: int, version: int) -> type:
 
 
 @cache
-def _reader(cls: type):
+def reader_for(cls: type):
+    """kio's reader of a message type (made once per type)."""
     return entity_reader(cls)
 
 
 @cache
-def _writer(cls: type):
+def writer_for(cls: type):
+    """kio's writer of a message type (made once per type)."""
     return entity_writer(cls)
 
 
@@ -143,7 +145,7 @@ def decode_body(api_key: int, version: int, frame: bytes | memoryview, pos: int)
     cls = request_type(api_key, version)
     check_body(cls, frame, pos)  # every declared length fits, before kio's reader allocates for it
     try:
-        body, size = _reader(cls)(frame, pos)
+        body, size = reader_for(cls)(frame, pos)
     except Exception as exc:  # kio raises a variety of errors on bad bytes
         raise MalformedRequest(f"cannot decode {cls.__name__} v{version}: {exc}") from exc
     return body
@@ -158,7 +160,7 @@ def response_header_bytes(api_key: int, version: int, correlation_id: int) -> by
 
 def encode_body(body: Any) -> bytes:
     out = io.BytesIO()
-    _writer(type(body))(out, body)
+    writer_for(type(body))(out, body)
     return out.getvalue()
 
 
