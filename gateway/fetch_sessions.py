@@ -13,11 +13,16 @@ most MAX_SESSION_PARTITIONS partitions and all of them together at most MAX_CACH
 Kafka bounds only the slots). When the cache is full a new session evicts the least recently used one idle for
 EVICTION_S (Kafka's 120 s), else the smallest session if the new one is larger (Kafka's FetchSessionCache.tryEvict);
 otherwise the fetch is answered sessionless (session id 0), which clients take as "send full requests".
+
+A session belongs to the principal and listener that created it (Logway's rule; Kafka keys sessions by id alone):
+to anyone else it does not exist. Its id cannot name it for them, nor close it, nor tell them it exists: a
+request naming another's session gets FETCH_SESSION_ID_NOT_FOUND whatever its epoch, exactly as an id that was
+never issued, and ids come from `secrets`, so they cannot be predicted from the ones a client sees.
 """
 
 from __future__ import annotations
 
-import random
+import secrets
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -65,10 +70,15 @@ class SessionRequest:
     max_wait: Any
 
 
+# Who a session belongs to: the principal that created it and the listener it was created on.
+Owner = tuple[str, str]
+
+
 @dataclass
 class FetchSession:
     id: int
     uses_topic_ids: bool
+    owner: Owner
     epoch: int = 1  # the epoch the next incremental request must carry
     last_used: float = 0.0
     # (topic key, partition) -> cached partition; the key is the name (v7-v12) or the topic id (v13+).
@@ -141,19 +151,22 @@ class FetchSessionCache:
         self.sessions: OrderedDict[int, FetchSession] = OrderedDict()
         self.cached_partitions = 0
 
-    def context(self, version: int, request: Any) -> SessionContext:
-        """Kafka's FetchManager.newContext: sessionless, a new full session, an incremental one, or an error."""
+    def context(self, version: int, request: Any, owner: Owner) -> SessionContext:
+        """Kafka's FetchManager.newContext for ``owner``'s request: sessionless, a new full session, an incremental
+        one, or an error. Another owner's sessions are not there for it."""
         if version < 7:
             return SessionContext(request)
         session_id, epoch = request.session_id, request.session_epoch
         uses_ids = version >= 13
+        session = self.sessions.get(session_id)
+        if session is not None and session.owner != owner:
+            session = None
         if epoch in (FINAL_EPOCH, INITIAL_EPOCH):
-            if session_id:
+            if session is not None:
                 self._remove(session_id)
             if epoch == FINAL_EPOCH:
                 return SessionContext(request)
-            return self._new_session(request, uses_ids)
-        session = self.sessions.get(session_id)
+            return self._new_session(request, uses_ids, owner)
         if session is None:
             return SessionContext(request, error=ErrorCode.fetch_session_id_not_found)
         if session.epoch != epoch:
@@ -169,7 +182,7 @@ class FetchSessionCache:
         self.sessions.move_to_end(session_id)
         return SessionContext(_as_request(session, request, uses_ids), session.id, session=session, incremental=True)
 
-    def _new_session(self, request: Any, uses_ids: bool) -> SessionContext:
+    def _new_session(self, request: Any, uses_ids: bool, owner: Owner) -> SessionContext:
         partitions = {}
         for topic in request.topics:
             key = topic.topic_id if uses_ids else topic.topic
@@ -177,7 +190,7 @@ class FetchSessionCache:
                 partitions[(key, p.partition)] = CachedPartition(p.partition, p.fetch_offset, p.partition_max_bytes)
         if len(partitions) > MAX_SESSION_PARTITIONS or not self._make_room(len(partitions)):
             return SessionContext(request)
-        session = FetchSession(self._new_id(), uses_ids, last_used=self.clock(), partitions=partitions)
+        session = FetchSession(self._new_id(), uses_ids, owner, last_used=self.clock(), partitions=partitions)
         self.sessions[session.id] = session
         self.cached_partitions += len(partitions)
         return SessionContext(_as_request(session, request, uses_ids), session.id, session=session)
@@ -223,8 +236,9 @@ class FetchSessionCache:
             self.cached_partitions -= len(session.partitions)
 
     def _new_id(self) -> int:
+        """An unused id in 1..2^31-1, unpredictable (secrets: no client can work out the next one)."""
         while True:
-            session_id = random.randint(1, 2**31 - 1)
+            session_id = 1 + secrets.randbelow(2**31 - 1)
             if session_id not in self.sessions:
                 return session_id
 

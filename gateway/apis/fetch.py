@@ -229,7 +229,7 @@ async def _serve(ctx, request, deadline: float | None, denied: set[str] | None, 
     An incremental session with nothing new anywhere is answered without reading (``quiet_check``: the tests
     turn it off to compare with the full pass)."""
     broker = ctx.broker
-    session = broker.fetch_sessions.context(ctx.version, request)
+    session = broker.fetch_sessions.context(ctx.version, request, (ctx.principal, ctx.connection.listener.name))
     if session.error:
         return encode_fetch_response(ctx.version, ctx.header.correlation_id, [], error_code=session.error)
     request = session.request
