@@ -5,7 +5,8 @@ per partition (ProduceRequest.validateRecords); every record of it is read befor
 v5: log_start_offset in the response; v8: record_errors (a refused batch names its offending records by index,
 as Kafka's RecordValidationException: keyless records on a compacted topic, timestamps out of range) + error_message; v9: flexible; v10/v11: the
 current_leader / node_endpoints tagged fields for NOT_LEADER errors (never sent: we are every leader).
-acks 0, 1 and -1 are accepted (one replica: -1 is answered as soon as the leader has it, like acks=1);
+acks 0, 1 and -1 are accepted (one replica: -1 is answered as soon as the leader has it, like acks=1, unless
+flush.acks.all.enable makes it wait for the fsync; flush.messages reached makes every acks wait, as in Kafka);
 any other value gets INVALID_REQUIRED_ACKS. With acks=0 nothing is answered, and a failed append closes
 the connection, which is how Kafka tells an acks=0 producer that something went wrong.
 The request is decoded by wire.produce without copying the records (the log patches offsets into the
@@ -92,6 +93,23 @@ def _check_transactional(ctx, transactional_id: str | None, topic: str, index: i
         raise KafkaError(f"Partition {topic}-{index} is not in an ongoing transaction of {transactional_id}", error)
 
 
+async def _wait_durable(ctx, durable: list, failures: list) -> None:
+    """Kafka fsyncs an append that reached flush.messages before acknowledging it; here the appends waiting so in
+    every connection share fsyncs (gateway.group_commit). A failed fsync takes its log offline: that partition
+    answers KAFKA_STORAGE_ERROR. Responses held for pipelined requests (server.connection) go out first: they
+    need no fsync."""
+    if not durable:
+        return
+    await ctx.connection.send_held()
+    failed = await ctx.broker.group_commit.wait([plog for plog, _, _ in durable])
+    for plog, results, i in durable:
+        exc = failed.get(plog)
+        if exc is not None:
+            results[i] = ProducePartitionResult(results[i].index, exc.error_code, error_message=str(exc))
+            failures.append((plog.topic, plog.partition, exc))
+            _count_failure(ctx.broker.stats, exc)
+
+
 async def handle(ctx, _request):
     version = ctx.header.api_version
     request = decode_produce_request(ctx.frame, ctx.body_pos, version)
@@ -99,6 +117,7 @@ async def handle(ctx, _request):
     acks = request.acks
     topics_out = []
     failures = []
+    durable = []  # appends to fsync before answering: (log, its topic's results, the index of its result there)
     now = now_ms()
     # KafkaApis.handleProduceRequest: TOPIC WRITE per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
     denied = None
@@ -121,13 +140,7 @@ async def handle(ctx, _request):
                 _check_transactional(ctx, request.transactional_id, name, part.index, part.records)
                 plog = broker.partition(name, part.index)
                 plog.counters.produce_requests += 1
-                result = plog.append(part.records, now_ms=now)
-                if result.flush_needed:
-                    # flush.messages reached: Kafka flushes before acknowledging; fsync runs off the event loop.
-                    # A failed fsync takes the log offline and answers KAFKA_STORAGE_ERROR (KafkaStorageError).
-                    # Responses held for pipelined requests (gateway.connection) go out first: they need no fsync.
-                    await ctx.connection.send_held()
-                    await trio.to_thread.run_sync(plog.flush)
+                result = plog.append(part.records, now_ms=now, acks_all=acks == -1)
             except UnknownTopicOrPartition as exc:
                 partitions_out.append(ProducePartitionResult(part.index, exc.error_code))
                 failures.append((name, part.index, exc))
@@ -151,11 +164,15 @@ async def handle(ctx, _request):
                 # Kafka's BytesInPerSec / MessagesInPerSec: what was appended (ReplicaManager.appendToLocalLog).
                 plog.counters.bytes_in += len(part.records)
                 plog.counters.messages_in += result.last_offset - result.base_offset + 1
-                broker.notify_append(name, part.index)
             partitions_out.append(ProducePartitionResult(
                 part.index, ErrorCode.none, result.base_offset, result.log_append_time_ms, result.log_start_offset,
             ))
+            if result.flush_needed:  # fsynced before the answer; the group commit then wakes the fetches
+                durable.append((plog, partitions_out, len(partitions_out) - 1))
+            elif not result.duplicate:
+                broker.notify_append(name, part.index)
         topics_out.append((name, partitions_out))
+    await _wait_durable(ctx, durable, failures)
     if acks == 0:
         if failures:
             name, index, exc = failures[0]
