@@ -37,6 +37,20 @@ class _Round:
         self.done = trio.Event()
 
 
+class Flush:
+    """A request's logs in a round of the group commit."""
+
+    def __init__(self, round_: _Round, logs: Collection[PartitionLog]) -> None:
+        self._round = round_
+        self._logs = logs
+
+    async def wait(self) -> dict[PartitionLog, KafkaStorageError]:
+        """Return once the round has flushed the logs; those whose flush failed (each is offline now:
+        KAFKA_STORAGE_ERROR), with the error."""
+        await self._round.done.wait()
+        return {plog: exc for plog, exc in self._round.failed.items() if plog in self._logs}
+
+
 class GroupCommit:
     """One broker's group commit; `run` is its task (started with the broker's background work)."""
 
@@ -48,15 +62,18 @@ class GroupCommit:
         self.rounds = 0  # counted for tests and metrics
         self.flushes = 0
 
-    async def wait(self, logs: Collection[PartitionLog]) -> dict[PartitionLog, KafkaStorageError]:
-        """Return once everything appended to ``logs`` before this call is fsynced; the logs whose flush failed
-        (each is offline now: KAFKA_STORAGE_ERROR), with the error."""
+    def request(self, logs: Collection[PartitionLog]) -> Flush:
+        """Have everything appended to ``logs`` so far fsynced by the next round; await the Flush for it. Called
+        right after the appends, so that later requests (pipelined ones too) find the logs in the same round."""
         gathering = self._gathering
         for plog in logs:
             gathering.logs[plog] = None
         self._wakeup.set()
-        await gathering.done.wait()
-        return {plog: exc for plog, exc in gathering.failed.items() if plog in logs}
+        return Flush(gathering, logs)
+
+    async def wait(self, logs: Collection[PartitionLog]) -> dict[PartitionLog, KafkaStorageError]:
+        """`request` and wait for it: the logs whose flush failed, with the error."""
+        return await self.request(logs).wait()
 
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Flush a round whenever logs are waiting, one round at a time."""
