@@ -24,7 +24,9 @@ import struct
 import trio
 
 from logway.gateway.broker import now_ms
+from logway.gateway.group_commit import Flush
 from logway.gateway.metrics.stats import BrokerStats
+from logway.server.connection import Deferred
 from logway.server.security.authorizer import Operation, ResourceType
 from logway.storage.errors import RecordErrors, UnknownTopicOrPartition
 from logway.wire.batch import (
@@ -93,21 +95,30 @@ def _check_transactional(ctx, transactional_id: str | None, topic: str, index: i
         raise KafkaError(f"Partition {topic}-{index} is not in an ongoing transaction of {transactional_id}", error)
 
 
-async def _wait_durable(ctx, durable: list, failures: list) -> None:
+async def _flush(broker, durable: list, failures: list, flush: Flush | None = None) -> None:
     """Kafka fsyncs an append that reached flush.messages before acknowledging it; here the appends waiting so in
-    every connection share fsyncs (gateway.group_commit). A failed fsync takes its log offline: that partition
-    answers KAFKA_STORAGE_ERROR. Responses held for pipelined requests (server.connection) go out first: they
-    need no fsync."""
-    if not durable:
-        return
-    await ctx.connection.send_held()
-    failed = await ctx.broker.group_commit.wait([plog for plog, _, _ in durable])
+    every connection share fsyncs (gateway.group_commit; ``flush``: requested already). A failed fsync takes its
+    log offline: that partition answers KAFKA_STORAGE_ERROR."""
+    flush = flush or broker.group_commit.request([plog for plog, _, _ in durable])
+    failed = await flush.wait()
     for plog, results, i in durable:
         exc = failed.get(plog)
         if exc is not None:
             results[i] = ProducePartitionResult(results[i].index, exc.error_code, error_message=str(exc))
             failures.append((plog.topic, plog.partition, exc))
-            _count_failure(ctx.broker.stats, exc)
+            _count_failure(broker.stats, exc)
+
+
+def _answer_when_flushed(broker, durable: list, version: int, correlation_id: int, topics_out: list) -> Deferred:
+    """The response, once the appends that must be are fsynced. Meanwhile the connection goes on with the Produce
+    requests the client sent after this one, so their appends join the same fsync (server.connection.Deferred)."""
+    flush = broker.group_commit.request([plog for plog, _, _ in durable])
+
+    async def result() -> list:
+        await _flush(broker, durable, [], flush)
+        return [encode_produce_response(version, correlation_id, topics_out)]
+
+    return Deferred(result)
 
 
 async def handle(ctx, _request):
@@ -172,10 +183,21 @@ async def handle(ctx, _request):
             elif not result.duplicate:
                 broker.notify_append(name, part.index)
         topics_out.append((name, partitions_out))
-    await _wait_durable(ctx, durable, failures)
+    return await _respond(ctx, acks, topics_out, failures, durable)
+
+
+async def _respond(ctx, acks: int, topics_out: list, failures: list, durable: list) -> list | None:
+    """The answer: once the appends that must be are fsynced (``durable``), none with acks=0, where a failed
+    append closes the connection instead: how Kafka tells an acks=0 producer that something went wrong."""
+    version, correlation_id = ctx.header.api_version, ctx.header.correlation_id
+    if durable:
+        if acks != 0:
+            return [_answer_when_flushed(ctx.broker, durable, version, correlation_id, topics_out)]
+        await ctx.connection.send_held()  # the responses held for pipelined requests need no fsync
+        await _flush(ctx.broker, durable, failures)
     if acks == 0:
         if failures:
             name, index, exc = failures[0]
             raise MalformedRequest(f"acks=0 produce to {name}-{index} failed: {exc}")
         return None
-    return [encode_produce_response(version, ctx.header.correlation_id, topics_out)]
+    return [encode_produce_response(version, correlation_id, topics_out)]
