@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.tls $(BENCH_TLS_ARGS)
 	$(BIN)/python -m bench.proxy $(BENCH_PROXY_ARGS)
 	$(BIN)/python -m bench.cold_read $(BENCH_COLD_READ_ARGS)
+	$(BIN)/python -m bench.durability $(BENCH_DURABILITY_ARGS)
 
 # The proxy: throughput and latency through `logway proxy` vs direct and vs `tansu proxy` (also the last
 # step of `make bench`; BENCH_PROXY_ARGS=--latest rewrites bench/LATEST.md's Proxy section); the client matrix.
