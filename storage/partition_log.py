@@ -36,6 +36,7 @@ from logway.storage.errors import (
 from logway.storage.log_loader import LogLoader, rebuild_producer_state
 from logway.storage.log_validator import ValidBatch, convert_batches, validate_batches
 from logway.storage.producer_state import BatchMetadata, ProducerStateManager
+from logway.storage.retention import expired_segments
 from logway.storage.segment import BatchEntry, LogSegment, UndoFailed
 from logway.wire.batch import (
     NO_PRODUCER_ID,
@@ -571,10 +572,11 @@ class PartitionLog:
                 for seg in reversed(segments[:-1]):  # the segments rolled since the last flush end the tuple
                     if seg.synced_whole:
                         break
-                    seg.flush()
+                    if not seg.closed:  # a deleted segment's files are gone
+                        seg.flush()
                     seg.synced_whole = True
                 active = segments[-1]
-                if target > self._recovery_point or full:
+                if (target > self._recovery_point or full) and not active.closed:
                     active.flush(indexes=full)
                 self._producers.sync_snapshots()
                 if self._dir_dirty:
@@ -628,39 +630,10 @@ class PartitionLog:
     # -- retention and deletion ---------------------------------------------------------------------
 
     def delete_old_segments(self, now_ms: int) -> int:
-        """Time then size retention, whole segments only, never the active one; returns how many went.
-
-        Time: a segment goes when now - its largest timestamp > retention.ms (seed 001; the file's
-        mtime when it has no timestamps, as Kafka). Size: oldest segments go while the log stays
-        at least retention.bytes large without them (Kafka's retentionSizeBreached rule).
-        """
-        cfg = self.config
-        segments = list(self._segments)
-        doomed: list[LogSegment] = []
-        # Kafka's deleteLogStartOffsetBreachedSegments, whatever the cleanup policy: a segment whose
-        # successor starts at or below the log start offset (moved by DeleteRecords) holds nothing readable.
-        reasons: list[str] = []  # what made segments go, for the log line
-        while len(segments) > 1 and segments[1].base_offset <= self._log_start_offset:
-            doomed.append(segments.pop(0))
-        if doomed:
-            reasons.append("the log start offset")
-        if not cfg.delete_enabled:
-            return self._drop_segments(doomed, segments, now_ms, reasons)
-        if cfg.retention_ms >= 0:
-            before = len(doomed)
-            while len(segments) > 1 and now_ms - _largest_timestamp(segments[0]) > cfg.retention_ms:
-                doomed.append(segments.pop(0))
-            if len(doomed) > before:
-                reasons.append(f"retention.ms={cfg.retention_ms}")
-        if cfg.retention_bytes >= 0:
-            before = len(doomed)
-            excess = sum(s.size for s in segments) - cfg.retention_bytes
-            while len(segments) > 1 and excess - segments[0].size >= 0:
-                excess -= segments[0].size
-                doomed.append(segments.pop(0))
-            if len(doomed) > before:
-                reasons.append(f"retention.bytes={cfg.retention_bytes}")
-        return self._drop_segments(doomed, segments, now_ms, reasons)
+        """Retention by the log start offset, time then size (storage.retention), whole segments only, never
+        the active one; returns how many went."""
+        doomed, kept, reasons = expired_segments(self._segments, self._log_start_offset, self.config, now_ms)
+        return self._drop_segments(doomed, kept, now_ms, reasons)
 
     def _drop_segments(self, doomed: list[LogSegment], segments: list[LogSegment], now_ms: int,
                        reasons: list[str]) -> int:
@@ -823,11 +796,3 @@ class PartitionLog:
         self._close_files()
         fs.rmtree(self.dir, ignore_errors=True)
 
-
-def _largest_timestamp(seg: LogSegment) -> int:
-    if seg.max_timestamp >= 0:
-        return seg.max_timestamp
-    try:
-        return int(os.stat(seg.log_path).st_mtime * 1000)
-    except OSError:
-        return 0
