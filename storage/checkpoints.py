@@ -22,10 +22,11 @@ LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 log = logging.getLogger(__name__)
 
 
-def write_atomically(path: Path, data: str | bytes, *, mode: int = 0o666) -> None:
+def write_atomically(path: Path, data: str | bytes, *, mode: int = 0o666, sync_dir: bool = True) -> None:
     """Replace ``path`` with ``data`` so that a crash or a power loss leaves the old or the new file whole:
     a temp file, fsync, rename, then an fsync of the directory, which makes the rename itself durable (Kafka
-    writes its checkpoint and meta.properties files so). ``mode`` is for a new file (0o600: owner only)."""
+    writes its checkpoint and meta.properties files so). ``mode`` is for a new file (0o600: owner only);
+    ``sync_dir=False``: the caller fsyncs the directory itself, once for several files."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     tmp = path.with_name(path.name + ".tmp")
     fd = fs.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), mode)
@@ -38,7 +39,8 @@ def write_atomically(path: Path, data: str | bytes, *, mode: int = 0o666) -> Non
     finally:
         os.close(fd)
     fs.replace(tmp, path)
-    fs.sync_dir(path.parent)
+    if sync_dir:
+        fs.sync_dir(path.parent)
 
 
 def write_checkpoint(path: Path, offsets: dict[tuple[str, int], int]) -> None:

@@ -535,8 +535,9 @@ class LogManager:
         if path.exists():
             raise KafkaStorageError(f"{path} already exists")
         fs.mkdir(path)
-        _write_topic_id(path, topic.topic_id)
-        write_properties(path, topic.overrides)
+        _write_topic_id(path, topic.topic_id, sync_dir=False)
+        write_properties(path, topic.overrides, sync_dir=False)
+        fs.sync_dir(path)  # once for both (its own name in the log dir: by make_partitions)
         return PartitionLog(
             path, topic.name, partition, topic.config, clock_ms=self._clock, cleaner_config=self.cleaner_config,
             on_offline=self._log_dir_failed, on_flushed=self._recovery_point_moved,
@@ -555,8 +556,9 @@ def _parse_partition_dir(name: str) -> tuple[str, int] | None:
     return topic, int(partition)
 
 
-def _write_topic_id(partition_dir: Path, topic_id: uuid.UUID) -> None:
-    write_atomically(partition_dir / PARTITION_METADATA_FILE, f"version: 0\ntopic_id: {encode_topic_id(topic_id)}\n")
+def _write_topic_id(partition_dir: Path, topic_id: uuid.UUID, *, sync_dir: bool = True) -> None:
+    write_atomically(partition_dir / PARTITION_METADATA_FILE, f"version: 0\ntopic_id: {encode_topic_id(topic_id)}\n",
+                     sync_dir=sync_dir)
 
 
 def read_topic_id(partition_dir: Path) -> uuid.UUID | None:
@@ -570,8 +572,9 @@ def read_topic_id(partition_dir: Path) -> uuid.UUID | None:
         return None
 
 
-def write_properties(partition_dir: Path, props: Mapping[str, str]) -> None:
-    write_atomically(partition_dir / TOPIC_PROPERTIES_FILE, "".join(f"{k}={v}\n" for k, v in sorted(props.items())))
+def write_properties(partition_dir: Path, props: Mapping[str, str], *, sync_dir: bool = True) -> None:
+    write_atomically(partition_dir / TOPIC_PROPERTIES_FILE, "".join(f"{k}={v}\n" for k, v in sorted(props.items())),
+                     sync_dir=sync_dir)
 
 
 def _read_properties(partition_dir: Path) -> dict[str, str]:

@@ -556,10 +556,10 @@ class PartitionLog:
         """fsync what was appended so far and advance the recovery point (Kafka's UnifiedLog.flush).
 
         Safe from a worker thread; the flushes of one log run one at a time, and one that finds its data
-        synced by another returns without a syscall (the group commit of gateway.durability). The active
-        segment's log is fsynced and its indexes are not (``full``: those too, for a clean shutdown):
-        loading after a crash recovers the segment holding the recovery point and rebuilds its indexes from
-        the log. Each segment rolled since the last flush is fsynced whole once (log, indexes, txnindex),
+        synced by another returns without a syscall (gateway.group_commit). The active segment's log is
+        fsynced and its indexes are not (``full``: those too, for a clean shutdown): loading after a crash
+        recovers the segment holding the recovery point and rebuilds its indexes from the log (storage.log_loader).
+        Each segment rolled since the last flush is fsynced whole once (log, indexes, txnindex),
         because loading trusts the segments before that one as they are; then the producer snapshots written
         at the rolls, and the directory (new and renamed files) before the recovery point moves.
         """
