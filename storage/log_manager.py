@@ -452,11 +452,13 @@ class LogManager:
             plog.delete()
 
     def flush_due(self, now_ms: int) -> list[PartitionLog]:
-        """Logs with unflushed data whose flush.ms has elapsed since their last flush (Kafka's flushDirtyLogs)."""
+        """Logs with unflushed data whose flush.ms has elapsed since their last flush (Kafka's flushDirtyLogs), and
+        logs that rolled a segment since (Kafka's roll schedules a flush up to the new segment): so the recovery
+        point moves at least every segment, and recovery after a crash reads at most the active segments."""
         return [
             plog
             for plog in self._all_logs()
-            if plog.has_unflushed() and now_ms - plog.last_flush_ms >= plog.config.flush_ms
+            if plog.has_unflushed() and (now_ms - plog.last_flush_ms >= plog.config.flush_ms or plog.rolled_since_flush)
         ]
 
     def compaction_due(self, now_ms: int) -> list[PartitionLog]:

@@ -169,10 +169,8 @@ class PartitionLog:
 
     @property
     def high_watermark(self) -> int:
-        """What consumers may read: every appended offset, except the appends still waiting for the fsync their
-        producer waits for (flush.messages reached, or flush.acks.all.enable with acks=all) and the ones after
-        them. Kafka's append fsyncs before it moves the high watermark, so no consumer reads what a power loss
-        could still take away."""
+        """What consumers may read: every appended offset but the appends waiting for the fsync their producer
+        waits for (and those after them), as Kafka's append fsyncs before it moves the high watermark."""
         end = self._log_end_offset
         recovery_point = self._recovery_point
         if recovery_point >= self._durable_mark:
@@ -256,9 +254,9 @@ class PartitionLog:
         )
 
     def _flush_needed(self, first_offset: int, acks_all: bool) -> bool:
-        """Whether the append ending the log must be fsynced before it is acknowledged: flush.messages reached
-        (Kafka's UnifiedLog.append flushes then) or flush.acks.all.enable with acks=all. The caller fsyncs (off
-        the event loop); until then the high watermark stays below the append."""
+        """Whether the append ending the log must be fsynced before it is acknowledged (by the caller, off the
+        event loop): flush.messages reached (Kafka's UnifiedLog.append flushes then) or flush.acks.all.enable
+        with acks=all. Until then the high watermark stays below the append."""
         config = self.config
         if self._log_end_offset - self._recovery_point < config.flush_messages and not (
                 acks_all and config.flush_acks_all):
@@ -553,15 +551,12 @@ class PartitionLog:
     # -- durability ----------------------------------------------------------------------------------
 
     def flush(self, *, full: bool = False) -> None:
-        """fsync what was appended so far and advance the recovery point (Kafka's UnifiedLog.flush).
+        """fsync what was appended so far and advance the recovery point (Kafka's UnifiedLog.flush); one flush of
+        a log at a time, from any thread, and one that finds its data synced by another makes no syscall.
 
-        Safe from a worker thread; the flushes of one log run one at a time, and one that finds its data
-        synced by another returns without a syscall (gateway.group_commit). The active segment's log is
-        fsynced and its indexes are not (``full``: those too, for a clean shutdown): loading after a crash
-        recovers the segment holding the recovery point and rebuilds its indexes from the log (storage.log_loader).
-        Each segment rolled since the last flush is fsynced whole once (log, indexes, txnindex),
-        because loading trusts the segments before that one as they are; then the producer snapshots written
-        at the rolls, and the directory (new and renamed files) before the recovery point moves.
+        The active segment's log is fsynced, its indexes are not (``full``: those too, at a clean shutdown):
+        recovery rebuilds them (storage.log_loader). A segment rolled since the last flush is fsynced whole
+        (log, indexes, txnindex), as loading trusts it; then the rolls' producer snapshots and the directory.
         """
         with self._flush_lock:
             target = self._log_end_offset  # read first: the segments read next hold every offset below it
@@ -596,6 +591,12 @@ class PartitionLog:
     def has_unflushed(self) -> bool:
         """Whether appended data is not fsynced yet."""
         return self._log_end_offset > self._recovery_point
+
+    @property
+    def rolled_since_flush(self) -> bool:
+        """Whether a segment rolled since the last flush (Kafka flushes the log up to the new segment then)."""
+        segments = self._segments
+        return len(segments) > 1 and not segments[-2].synced_whole
 
     def truncate_to(self, offset: int) -> None:
         """Remove every batch whose last offset is >= ``offset`` (whole batches, as Kafka's truncateTo)."""
