@@ -208,7 +208,8 @@ class ProducerStateManager:
     def write_snapshot(self, offset: int, *, sync: bool) -> None:
         """Write the state as of ``offset`` (the log end offset) atomically: temp file, then rename.
 
-        ``sync``: durably at once (`write_atomically`: a clean shutdown). Otherwise (a segment roll, on the event
+        ``sync``: the file fsynced at once (a clean shutdown; its name needs no fsync of the directory: a start
+        that does not find it replays the log from an older snapshot). Otherwise (a segment roll, on the event
         loop) the file is fsynced by the log's next flush (`sync_snapshots`), as Kafka flushes the snapshot of
         a roll asynchronously; until then a crash may leave it empty or torn, and loading skips it (its CRC).
         """
@@ -220,7 +221,7 @@ class ProducerStateManager:
         data = struct.pack(">hI", _VERSION, crc32c.crc32c(body)) + body
         path = self.snapshot_path(offset)
         if sync:
-            write_atomically(path, data)
+            write_atomically(path, data, sync_dir=False)
             return
         tmp = path.with_name(path.name + ".tmp")
         fd = fs.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
