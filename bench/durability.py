@@ -2,14 +2,14 @@
 
 Logway with its defaults (Kafka's: acknowledged once in the page cache), with log.flush.acks.all.enable=true
 (acks=all acknowledged once fsynced, by the group commit) and with a topic's flush.messages=1 (every append
-fsynced before it is acknowledged, as in Kafka), and, with ``--peers kafka``, Apache Kafka 4.3.1 with its
+fsynced before it is acknowledged, as in Kafka), and Apache Kafka 4.3.1 (unless ``--peers ''``) with its
 defaults and with log.flush.interval.messages=1; all on the same disk, in alternated rounds (the order
 rotates every round), 1 KiB records into 8 partitions with acks=all, from one librdkafka producer and from 100
 producer connections (2 processes). Printed as a markdown table: medians (min-max) of MB/s and of the broker's
 CPU-s/GB, each setting's ratio to its broker's defaults, and the cores other processes kept busy. `make bench`
 runs it last; ``--latest`` rewrites the "Durability" section of bench/LATEST.md.
 
-    .venv/bin/python -m bench.durability [--mb 256] [--rounds 3] [--peers kafka]
+    .venv/bin/python -m bench.durability [--mb 256] [--rounds 3] [--peers kafka] [--connections 1,100] [--latest]
 """
 
 from __future__ import annotations
@@ -129,12 +129,22 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.durability", description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=int, default=256, help="MiB of 1 KiB records per run")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--peers", default="", help="kafka: also Apache Kafka with and without fsync per message")
+    parser.add_argument("--peers", default="kafka",
+                        help="kafka (the default): also Apache Kafka with and without an fsync per message; '' for none")
     parser.add_argument("--connections", default="1,100", help="producer connections of each case")
     parser.add_argument("--latest", action="store_true", help="rewrite the Durability section of bench/LATEST.md")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    chosen = settings([p for p in args.peers.split(",") if p])
+    peers = [p for p in args.peers.split(",") if p]
+    if "kafka" in peers:
+        from compat_tests.kafka.cluster import KafkaUnavailable, ensure_jars
+
+        try:
+            ensure_jars()
+        except KafkaUnavailable as exc:
+            log.warning("Apache Kafka left out: %s", exc)
+            peers.remove("kafka")
+    chosen = settings(peers)
     info = machine()
     results = {int(c): measure(chosen, args.mb, args.rounds, int(c)) for c in args.connections.split(",")}
     started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ")
@@ -146,8 +156,7 @@ def main(argv: list[str] | None = None) -> None:
         "CPU-s/GB includes the kernel's work of writing the data out, which the fsync settings do in the broker's "
         "own threads and the defaults leave to the kernel's writeback threads (not counted).", "",
         *table(chosen, results), "",
-        f"Command: `python -m bench.durability --mb {args.mb} --rounds {args.rounds}"
-        f"{' --peers ' + args.peers if args.peers else ''}`", ""])
+        f"Command: `python -m bench.durability --mb {args.mb} --rounds {args.rounds} --peers '{','.join(peers)}'`", ""])
     print(text)
     if args.latest:
         LATEST.write_text(replace_section(LATEST.read_text(), text))
