@@ -77,10 +77,12 @@ class Deferred:
     it, so their appends join the same fsync, holds their responses behind this one, and sends them all in
     order: ``result`` gives this one's chunks once it is ready."""
 
-    __slots__ = ("result",)
+    __slots__ = ("ready", "result")
 
-    def __init__(self, result: Callable[[], Awaitable[list[Chunk]]]) -> None:
+    def __init__(self, result: Callable[[], Awaitable[list[Chunk]]], ready: Callable[[], bool] | None = None) -> None:
         self.result = result
+        # Whether ``result`` would return at once: then the responses before it wait for it, for one send.
+        self.ready = ready or (lambda: False)
 
 
 @dataclass(frozen=True)
@@ -643,7 +645,7 @@ class Connection:
         ready: list[Chunk] = []
         for chunk in held:
             if isinstance(chunk, Deferred):
-                if ready:
+                if ready and not chunk.ready():
                     await self.send_chunks(ready)
                     ready = []
                 ready.extend(await chunk.result())

@@ -118,7 +118,7 @@ def _answer_when_flushed(broker, durable: list, version: int, correlation_id: in
         await _flush(broker, durable, [], flush)
         return [encode_produce_response(version, correlation_id, topics_out)]
 
-    return Deferred(result)
+    return Deferred(result, lambda: flush.done)
 
 
 async def handle(ctx, _request):
