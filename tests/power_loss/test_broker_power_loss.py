@@ -310,5 +310,8 @@ def test_power_losses_under_load_lose_nothing_acknowledged(tmp_path):
         print(f"broker log: {broker.log_path}\n" + broker.log_tail())
         raise
     finally:
+        if load is not None:
+            load.producer.purge()  # nothing left to retry against a broker that is going away
+            load.producer.flush(0)
         del load
         broker.stop()
