@@ -20,10 +20,15 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
 
-# The SIGKILL fault test at length: KILLS kills (100 by default; `make test` runs 10), LOGWAY_KILL_SEED replays one.
+# The fault tests at length: KILLS SIGKILLs under load (100 by default; `make test` runs 10), LOGWAY_KILL_SEED
+# replays one; then the power-loss tests: a power loss before every file operation of the storage workload
+# (`make test` draws 16) and POWER_LOSSES power losses of a broker under load (`make test` runs 2),
+# LOGWAY_POWER_LOSS_SEED replays them.
 KILLS ?= 100
+POWER_LOSSES ?= 30
 soak: $(STAMP)
 	LOGWAY_KILLS=$(KILLS) $(BIN)/pytest -q -s tests/gateway/test_kill_under_load.py
+	LOGWAY_POWER_LOSSES=all LOGWAY_POWER_LOSS_CYCLES=$(POWER_LOSSES) $(BIN)/pytest -q -s tests/power_loss
 
 # The request fuzz test at length: FUZZ_FRAMES random and mutated frames (every API key and version served)
 # against a gateway process, stopping after FUZZ_SECONDS whatever the count. FUZZ_SEED replays a run.
@@ -50,6 +55,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.tls $(BENCH_TLS_ARGS)
 	$(BIN)/python -m bench.proxy $(BENCH_PROXY_ARGS)
 	$(BIN)/python -m bench.cold_read $(BENCH_COLD_READ_ARGS)
+	$(BIN)/python -m bench.durability $(BENCH_DURABILITY_ARGS)
 
 # The proxy: throughput and latency through `logway proxy` vs direct and vs `tansu proxy` (also the last
 # step of `make bench`; BENCH_PROXY_ARGS=--latest rewrites bench/LATEST.md's Proxy section); the client matrix.

@@ -7,10 +7,8 @@ in worker threads so the event loop never blocks on disk.
 
 from __future__ import annotations
 
-import base64
 import logging
 import time
-import uuid
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
@@ -21,10 +19,11 @@ from logway.gateway.config import BrokerConfig
 from logway.gateway.dynamic_broker_config import DynamicBrokerConfigs
 from logway.gateway.fetch_sessions import FetchSessionCache
 from logway.gateway.fetch_waiters import FetchWaiters
+from logway.gateway.group_commit import GroupCommit
 from logway.gateway.groups import GroupService
+from logway.gateway.meta_properties import load_cluster_id
 from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.transactions import TransactionService
-from logway.server.config import parse_properties
 from logway.server.security.realm import Realm
 from logway.storage.cleaner import CleanerConfig
 from logway.storage.config import LogConfig
@@ -35,7 +34,6 @@ from logway.storage.topic import Topic
 
 log = logging.getLogger(__name__)
 
-META_PROPERTIES = "meta.properties"
 # CreateTopics/CreatePartitions make this many partitions per worker-thread call (about 0.1-2 s of file work).
 PARTITIONS_PER_CHUNK = 100
 
@@ -47,11 +45,6 @@ def _delete_logs(logs: list[PartitionLog]) -> None:
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def new_cluster_id() -> str:
-    """Kafka's cluster id format: a random UUID as 22 characters of URL-safe base64 (Uuid.toString())."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
 class Broker:
@@ -72,11 +65,14 @@ class Broker:
         self.stats = BrokerStats()  # counters for the metrics endpoint
         # KIP-227 incremental fetch sessions (gateway/fetch_sessions.py).
         self.fetch_sessions = FetchSessionCache(int(config.properties["max.incremental.fetch.session.cache.slots"]))
+        # Appends that must be fsynced before they are acknowledged share fsyncs (gateway/group_commit.py).
+        self.group_commit = GroupCommit(self._flushed)
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     def open(self) -> None:
-        self.cluster_id = self._load_cluster_id()
+        self.cluster_id = load_cluster_id([Path(d) for d in self.config.log_dirs], self.node_id,
+                                          self.config.properties.get("cluster.id") or "")
         self._load_acls()
         self.dynamic.load()
         self.logs.reconfigure(*self._log_defaults())  # before the logs load, so they open with the defaults
@@ -92,27 +88,6 @@ class Broker:
 
     def close(self) -> None:
         self.logs.close()
-
-    def _load_cluster_id(self) -> str:
-        """Read meta.properties from the log dirs (Kafka's format), writing it where it is missing."""
-        found = self.config.properties.get("cluster.id") or ""
-        dirs = [Path(d) for d in self.config.log_dirs]
-        for d in dirs:
-            meta = d / META_PROPERTIES
-            if meta.exists():
-                props = parse_properties(meta.read_text(encoding="utf-8"))
-                if found and props.get("cluster.id") and props["cluster.id"] != found:
-                    raise KafkaStorageError(f"{meta} has cluster.id {props['cluster.id']}, expected {found}")
-                found = found or props.get("cluster.id", "")
-        cluster_id = found or new_cluster_id()
-        for d in dirs:
-            d.mkdir(parents=True, exist_ok=True)
-            meta = d / META_PROPERTIES
-            if not meta.exists():
-                tmp = meta.with_suffix(".tmp")
-                tmp.write_text(f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n", encoding="utf-8")
-                tmp.replace(meta)
-        return cluster_id
 
     def _load_acls(self) -> None:
         """With authorizer.class.name set, the stored ACLs; without it, no authorization at all, as Kafka."""
@@ -132,6 +107,7 @@ class Broker:
 
     async def run_background(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
+            await nursery.start(self.group_commit.run)  # first: the coordinators' loading may wait on it
             nursery.start_soon(self._retention_loop)
             nursery.start_soon(self._flush_loop)
             if self.logs.cleaner_config.enable:
@@ -156,13 +132,33 @@ class Broker:
                 log.exception("log maintenance failed")
 
     async def _flush_loop(self) -> None:
+        """Kafka's log flusher: fsync the logs whose flush.ms has passed since their last flush, and write the
+        recovery-point checkpoint after flushes moved recovery points.
+
+        Kafka checks every log.flush.scheduler.interval.ms, by default never (so there flush.ms alone does
+        nothing, KAFKA-19151), and writes the checkpoint every log.flush.offset.checkpoint.interval.ms (60 s);
+        Logway checks every second (or at that interval, when shorter) and writes the checkpoint within a
+        second of a flush, so that recovery after a power loss reads only what was not fsynced.
+        """
+        interval = min(int(self.config.properties["log.flush.scheduler.interval.ms"]), 1000) / 1000
         while True:
-            await trio.sleep(1.0)
+            await trio.sleep(max(interval, 0.01))
             for partition in self.logs.flush_due(now_ms()):
                 try:
                     await trio.to_thread.run_sync(partition.flush)
                 except KafkaStorageError:
                     pass  # the log went offline and logged why; the other logs are still flushed
+                self._flushed(partition)
+            if self.logs.recovery_points_moved:
+                snapshot = self.logs.checkpoint_snapshot(recovery_points_only=True)
+                try:
+                    await trio.to_thread.run_sync(self.logs.write_checkpoints, snapshot)
+                except OSError as exc:
+                    log.error("writing the recovery-point checkpoint failed (retried after the next flush): %s", exc)
+
+    def _flushed(self, plog: PartitionLog) -> None:
+        """A flush of ``plog`` ended: its high watermark may have moved past appends that waited for it."""
+        self.notify_append(plog.topic, plog.partition)
 
     async def _cleaner_loop(self) -> None:
         """Kafka's log cleaner: compact due logs in worker threads, swap the result in on the loop."""

@@ -7,6 +7,8 @@ INVALID_TOPIC_EXCEPTION, as Kafka answers both.
 
 from __future__ import annotations
 
+import trio
+
 from logway.gateway.apis.metadata import INTERNAL_TOPICS
 from logway.server.security.authorizer import Operation, ResourceType
 from logway.wire.errors import ErrorCode, KafkaError
@@ -56,4 +58,8 @@ async def handle(ctx, request):
         except KafkaError as exc:
             result.update(error_code=exc.error_code, error_message=str(exc))
         results.append(result)
+    if any(r["error_code"] == ErrorCode.none for r in results):
+        # The partition directories' renames survive a power loss before the answer, as Kafka's deletion
+        # (a record of its metadata log) does: off the event loop.
+        await trio.to_thread.run_sync(broker.logs.sync_log_dirs)
     return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "responses": results})

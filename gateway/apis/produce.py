@@ -5,7 +5,8 @@ per partition (ProduceRequest.validateRecords); every record of it is read befor
 v5: log_start_offset in the response; v8: record_errors (a refused batch names its offending records by index,
 as Kafka's RecordValidationException: keyless records on a compacted topic, timestamps out of range) + error_message; v9: flexible; v10/v11: the
 current_leader / node_endpoints tagged fields for NOT_LEADER errors (never sent: we are every leader).
-acks 0, 1 and -1 are accepted (one replica: -1 is answered as soon as the leader has it, like acks=1);
+acks 0, 1 and -1 are accepted (one replica: -1 is answered as soon as the leader has it, like acks=1, unless
+flush.acks.all.enable makes it wait for the fsync; flush.messages reached makes every acks wait, as in Kafka);
 any other value gets INVALID_REQUIRED_ACKS. With acks=0 nothing is answered, and a failed append closes
 the connection, which is how Kafka tells an acks=0 producer that something went wrong.
 The request is decoded by wire.produce without copying the records (the log patches offsets into the
@@ -23,7 +24,9 @@ import struct
 import trio
 
 from logway.gateway.broker import now_ms
+from logway.gateway.group_commit import Flush
 from logway.gateway.metrics.stats import BrokerStats
+from logway.server.connection import Deferred
 from logway.server.security.authorizer import Operation, ResourceType
 from logway.storage.errors import RecordErrors, UnknownTopicOrPartition
 from logway.wire.batch import (
@@ -92,6 +95,32 @@ def _check_transactional(ctx, transactional_id: str | None, topic: str, index: i
         raise KafkaError(f"Partition {topic}-{index} is not in an ongoing transaction of {transactional_id}", error)
 
 
+async def _flush(broker, durable: list, failures: list, flush: Flush | None = None) -> None:
+    """Kafka fsyncs an append that reached flush.messages before acknowledging it; here the appends waiting so in
+    every connection share fsyncs (gateway.group_commit; ``flush``: requested already). A failed fsync takes its
+    log offline: that partition answers KAFKA_STORAGE_ERROR."""
+    flush = flush or broker.group_commit.request([plog for plog, _, _ in durable])
+    failed = await flush.wait()
+    for plog, results, i in durable:
+        exc = failed.get(plog)
+        if exc is not None:
+            results[i] = ProducePartitionResult(results[i].index, exc.error_code, error_message=str(exc))
+            failures.append((plog.topic, plog.partition, exc))
+            _count_failure(broker.stats, exc)
+
+
+def _answer_when_flushed(broker, durable: list, version: int, correlation_id: int, topics_out: list) -> Deferred:
+    """The response, once the appends that must be are fsynced. Meanwhile the connection goes on with the Produce
+    requests the client sent after this one, so their appends join the same fsync (server.connection.Deferred)."""
+    flush = broker.group_commit.request([plog for plog, _, _ in durable])
+
+    async def result() -> list:
+        await _flush(broker, durable, [], flush)
+        return [encode_produce_response(version, correlation_id, topics_out)]
+
+    return Deferred(result, lambda: flush.done)
+
+
 async def handle(ctx, _request):
     version = ctx.header.api_version
     request = decode_produce_request(ctx.frame, ctx.body_pos, version)
@@ -99,6 +128,7 @@ async def handle(ctx, _request):
     acks = request.acks
     topics_out = []
     failures = []
+    durable = []  # appends to fsync before answering: (log, its topic's results, the index of its result there)
     now = now_ms()
     # KafkaApis.handleProduceRequest: TOPIC WRITE per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
     denied = None
@@ -121,13 +151,7 @@ async def handle(ctx, _request):
                 _check_transactional(ctx, request.transactional_id, name, part.index, part.records)
                 plog = broker.partition(name, part.index)
                 plog.counters.produce_requests += 1
-                result = plog.append(part.records, now_ms=now)
-                if result.flush_needed:
-                    # flush.messages reached: Kafka flushes before acknowledging; fsync runs off the event loop.
-                    # A failed fsync takes the log offline and answers KAFKA_STORAGE_ERROR (KafkaStorageError).
-                    # Responses held for pipelined requests (gateway.connection) go out first: they need no fsync.
-                    await ctx.connection.send_held()
-                    await trio.to_thread.run_sync(plog.flush)
+                result = plog.append(part.records, now_ms=now, acks_all=acks == -1)
             except UnknownTopicOrPartition as exc:
                 partitions_out.append(ProducePartitionResult(part.index, exc.error_code))
                 failures.append((name, part.index, exc))
@@ -151,14 +175,29 @@ async def handle(ctx, _request):
                 # Kafka's BytesInPerSec / MessagesInPerSec: what was appended (ReplicaManager.appendToLocalLog).
                 plog.counters.bytes_in += len(part.records)
                 plog.counters.messages_in += result.last_offset - result.base_offset + 1
-                broker.notify_append(name, part.index)
             partitions_out.append(ProducePartitionResult(
                 part.index, ErrorCode.none, result.base_offset, result.log_append_time_ms, result.log_start_offset,
             ))
+            if result.flush_needed:  # fsynced before the answer; the group commit then wakes the fetches
+                durable.append((plog, partitions_out, len(partitions_out) - 1))
+            elif not result.duplicate:
+                broker.notify_append(name, part.index)
         topics_out.append((name, partitions_out))
+    return await _respond(ctx, acks, topics_out, failures, durable)
+
+
+async def _respond(ctx, acks: int, topics_out: list, failures: list, durable: list) -> list | None:
+    """The answer: once the appends that must be are fsynced (``durable``), none with acks=0, where a failed
+    append closes the connection instead: how Kafka tells an acks=0 producer that something went wrong."""
+    version, correlation_id = ctx.header.api_version, ctx.header.correlation_id
+    if durable:
+        if acks != 0:
+            return [_answer_when_flushed(ctx.broker, durable, version, correlation_id, topics_out)]
+        await ctx.connection.send_held()  # the responses held for pipelined requests need no fsync
+        await _flush(ctx.broker, durable, failures)
     if acks == 0:
         if failures:
             name, index, exc = failures[0]
             raise MalformedRequest(f"acks=0 produce to {name}-{index} failed: {exc}")
         return None
-    return [encode_produce_response(version, ctx.header.correlation_id, topics_out)]
+    return [encode_produce_response(version, correlation_id, topics_out)]
