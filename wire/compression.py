@@ -16,7 +16,10 @@ gzip, lz4, zstd and uncompressed output equal the Java client's byte for byte. s
 has the same framing, but python-snappy's encoder (cramjam) may pick different matches than
 the C++ libsnappy inside snappy-java, so the compressed blocks can differ by a few bytes.
 
-Decompression is bounded by ``max_size`` so a small batch cannot expand without limit.
+Decompression is bounded by ``max_size`` so a small batch cannot expand without limit. gzip, lz4
+and zstd decompress through `native` (wire/_decompress_scan.c: zlib, liblz4 and libzstd into a
+reused buffer) when it is built, so the record check on append and every later read of a batch
+use the same decoder; otherwise, and for snappy, through the Python bindings below.
 """
 
 from __future__ import annotations
@@ -29,6 +32,11 @@ import snappy
 import zstandard
 
 from logway.wire.batch import CorruptBatch
+
+try:
+    from logway.wire import _decompress_scan as native
+except ImportError:  # built without liblz4/libzstd headers, or those libraries are missing at run time
+    native = None
 
 NONE = 0
 GZIP = 1
@@ -113,6 +121,14 @@ def decompress(codec: int, data: bytes | bytearray | memoryview, max_size: int =
 
     Raises DecompressedTooLarge when the output would exceed ``max_size`` bytes.
     """
+    if native is not None and codec in native.CODECS:
+        return call_native(native.decompress, codec, data, max_size)
+    return decompress_py(codec, data, max_size)
+
+
+def decompress_py(codec: int, data: bytes | bytearray | memoryview, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
+    """`decompress` through the Python bindings (zlib, python-snappy, python-lz4, zstandard): snappy always, the
+    other codecs when `native` is not built."""
     if codec == NONE:
         out = bytes(data)
     elif codec == GZIP:
@@ -128,6 +144,16 @@ def decompress(codec: int, data: bytes | bytearray | memoryview, max_size: int =
     if len(out) > max_size:
         raise DecompressedTooLarge(f"{CODEC_BY_CODE[codec]} data expands past {max_size} bytes")
     return out
+
+
+def call_native(function, *args):
+    """Call a function of `native`, its errors raised as DecompressionError and DecompressedTooLarge."""
+    try:
+        return function(*args)
+    except native.TooLarge as exc:
+        raise DecompressedTooLarge(str(exc)) from None
+    except native.DecompressError as exc:
+        raise DecompressionError(str(exc)) from None
 
 
 def _gzip_compress(data: bytes | bytearray | memoryview) -> bytes:
