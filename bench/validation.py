@@ -3,14 +3,19 @@
 One v2 batch of 1 KiB records (1 MiB of records by default; values half random, half zeros, as the produce load's)
 per codec, through `wire.batch_validation.validate_records` as the append path calls it: with the native
 decompression (`wire/_decompress_scan.c`) and with the Python bindings decompressing (`compression.native` set
-aside: the path of an install without it, and the path every codec took before it), the minimum of N calls each,
-and the ratio. The two are measured in alternated rounds, so a busy machine slows both alike.
+aside: the path of an install without it, and the path every codec took before it). Each path runs in a fresh
+child process, the two alternating round by round: the Python path's cost depends on whether malloc hands its
+fresh output fresh pages (page faults: kernel time), which one path's allocations would change for the other.
+Reported: the minimum wall time of a call, and the CPU time (user + system) per call over all calls.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -37,39 +42,58 @@ def best_of(call: Callable[[], object], calls: int) -> float:
     return best
 
 
-def measure(codec: int, raw: bytes, calls: int, rounds: int) -> tuple[float, float]:
-    """(native, python) seconds for one validation of ``raw``: the minimum over alternated rounds of ``calls``."""
+def child(codec: int, path: str, records: int, size: int, calls: int) -> dict[str, float]:
+    """One path measured in this process: minimum wall seconds and CPU seconds per call over ``calls`` calls."""
+    if path == "python":
+        compression.native = None
+    raw = batch(codec, records, size)
     header = parse_header(raw)
-    native_module = compression.native
-    best = {"native": float("inf"), "python": float("inf")}
-    for _ in range(rounds):
+    validate_records(raw, 0, header)
+    start = time.process_time()  # user + system
+    wall = best_of(lambda: validate_records(raw, 0, header), calls)
+    return {"wall": wall, "cpu": (time.process_time() - start) / calls, "bytes": len(raw)}
+
+
+def measure(codec: int, args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    """Both paths, each in its own child process per round, alternating; the best wall, the mean CPU per call."""
+    out: dict[str, dict[str, float]] = {}
+    for _ in range(args.rounds):
         for path in ("native", "python"):
-            compression.native = native_module if path == "native" else None
-            try:
-                best[path] = min(best[path], best_of(lambda: validate_records(raw, 0, header), calls))
-            finally:
-                compression.native = native_module
-    return best["native"], best["python"]
+            command = [sys.executable, "-m", "bench.validation", "--child", f"{codec},{path}", "--records",
+                       str(args.records), "--size", str(args.size), "--calls", str(args.calls)]
+            got = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+            seen = out.setdefault(path, {"wall": float("inf"), "cpu": 0.0, "bytes": got["bytes"]})
+            seen["wall"] = min(seen["wall"], got["wall"])
+            seen["cpu"] += got["cpu"] / args.rounds
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.validation", description=__doc__)
     p.add_argument("--records", type=int, default=1024, help="records per batch (default 1024)")
     p.add_argument("--size", type=int, default=KIB, help="bytes per record value (default 1024)")
-    p.add_argument("--calls", type=int, default=100, help="calls per round (default 100)")
+    p.add_argument("--calls", type=int, default=100, help="calls per child process (default 100)")
     p.add_argument("--rounds", type=int, default=5, help="alternated rounds (default 5)")
+    p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if compression.native is None:
         raise SystemExit("wire/_decompress_scan.c is not built: nothing to compare")
-    print(f"validate_records of one batch of {args.records} x {args.size} B records, min of "
-          f"{args.calls * args.rounds} calls; libraries {compression.native.LIBRARY_VERSIONS}")
-    print("| codec | batch bytes | native µs | Python bindings µs | Python / native |")
+    if args.child:
+        codec, path = args.child.split(",")
+        print(json.dumps(child(int(codec), path, args.records, args.size, args.calls)))
+        return
+    print(f"validate_records of one batch of {args.records} x {args.size} B records, {args.rounds} alternated "
+          f"rounds of {args.calls} calls, each path in a fresh process; libraries "
+          f"{compression.native.LIBRARY_VERSIONS}")
+    print("| codec | batch bytes | native: min µs, CPU µs per call | Python bindings: min µs, CPU µs per call "
+          "| CPU Python / native |")
     print("| --- | --- | --- | --- | --- |")
     for codec in sorted(compression.native.CODECS):
-        raw = batch(codec, args.records, args.size)
-        native, python = measure(codec, raw, args.calls, args.rounds)
-        print(f"| {compression.CODEC_BY_CODE[codec]} | {len(raw):,} | {native * 1e6:.0f} | {python * 1e6:.0f} | "
-              f"{python / native:.1f}x |")
+        got = measure(codec, args)
+        native, python = got["native"], got["python"]
+        print(f"| {compression.CODEC_BY_CODE[codec]} | {native['bytes']:,} | {native['wall'] * 1e6:.0f}, "
+              f"{native['cpu'] * 1e6:.0f} | {python['wall'] * 1e6:.0f}, {python['cpu'] * 1e6:.0f} | "
+              f"{python['cpu'] / native['cpu']:.1f}x |")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@
  *
  * gzip, lz4 and zstd, decoded with the library calls the Python fallback makes through its bindings
  * (wire/compression.py: zlib's inflate, LZ4F_decompress, ZSTD_decompressStream), so both accept and refuse the
- * same bytes. Raises DecompressError for data the codec cannot decode and TooLarge (a DecompressError) for data
+ * same bytes; snappy (Kafka's xerial framing, or one raw block) with libsnappy's C API when libsnappy.so.1 can be
+ * loaded at import (dlopen: it is not linked, so a machine without it, such as the slim Python images, still
+ * gets the other three; python-snappy decodes with cramjam's Rust snappy, and the tests compare the two). Raises DecompressError for data the codec cannot decode and TooLarge (a DecompressError) for data
  * that expands past max_size bytes: a hostile batch can make this allocate max_size + 1 bytes, never more.
  * Kafka streams the records instead (DefaultRecordBatch.skipKeyValueIterator), so it has no such bound.
  *
@@ -16,6 +18,7 @@
  */
 #include "_record_scan.h"
 
+#include <dlfcn.h>
 #include <lz4.h>
 #include <lz4frame.h>
 #include <zlib.h>
@@ -24,7 +27,12 @@
 #include <zstd_errors.h>
 
 /* Kafka's CompressionType ids. */
-enum { GZIP = 1, LZ4 = 3, ZSTD = 4 };
+enum { GZIP = 1, SNAPPY = 2, LZ4 = 3, ZSTD = 4 };
+
+/* libsnappy's C API (snappy-c.h), looked up at import. */
+typedef int (*snappy_uncompress_t)(const char *compressed, size_t compressed_length, char *uncompressed,
+                                   size_t *uncompressed_length);
+static snappy_uncompress_t snappy_uncompress_fn;
 
 #define INITIAL_CAPACITY ((size_t)256 << 10)
 #define RETAINED_MAX ((size_t)8 << 20)
@@ -211,6 +219,56 @@ static int gzip_decompress(const uint8_t *src, size_t len, size_t max_size, size
     return 0;
 }
 
+/* One raw snappy block appended at `*used`. Its uncompressed length (a varint of at most 5 bytes, read as
+ * wire/compression.py reads it) is checked against what max_size leaves before anything is allocated. */
+static int snappy_block(const uint8_t *src, size_t len, size_t max_size, size_t *used)
+{
+    uint64_t length = 0;
+    size_t i = 0;
+    for (;; i++) {
+        if (i == len || i == 5)
+            return corrupt(i == 5 ? "bad snappy length preamble" : "truncated snappy block", NULL);
+        length |= (uint64_t)(src[i] & 0x7F) << (7 * i);
+        if (src[i] < 0x80)
+            break;
+    }
+    if (length > max_size - *used)
+        return PyErr_Format(TooLarge, "snappy block of %llu bytes exceeds the size limit", (unsigned long long)length),
+               -1;
+    if (reserve(*used + (size_t)length + 1, max_size + 1) < 0) /* + 1: never a NULL buffer */
+        return -1;
+    size_t out_len = capacity - *used;
+    if (snappy_uncompress_fn((const char *)src, len, (char *)buffer + *used, &out_len) != 0 || out_len != length)
+        return corrupt("bad snappy data", NULL);
+    *used += out_len;
+    return 0;
+}
+
+/* Kafka's snappy: snappy-java's xerial framing (a 16-byte header, then blocks each behind its int32 length), or
+ * one raw block. The header's version ints are not checked, as in wire/compression.py. */
+static int snappy_decompress(const uint8_t *src, size_t len, size_t max_size, size_t *produced)
+{
+    static const uint8_t magic[8] = {0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0};
+    *produced = 0;
+    if (len < 8 || memcmp(src, magic, 8) != 0)
+        return snappy_block(src, len, max_size, produced);
+    if (len < 16)
+        return corrupt("truncated xerial snappy header", NULL);
+    for (size_t pos = 16; pos < len;) {
+        if (len - pos < 4)
+            return corrupt("truncated xerial snappy block length", NULL);
+        int32_t size = (int32_t)(((uint32_t)src[pos] << 24) | ((uint32_t)src[pos + 1] << 16)
+                                 | ((uint32_t)src[pos + 2] << 8) | (uint32_t)src[pos + 3]);
+        pos += 4;
+        if (size < 0 || (size_t)size > len - pos)
+            return PyErr_Format(DecompressError, "xerial snappy block length %d runs past the data", size), -1;
+        if (snappy_block(src + pos, (size_t)size, max_size, produced) < 0)
+            return -1;
+        pos += (size_t)size;
+    }
+    return 0;
+}
+
 /* Drop what a large batch made the module keep, so one hostile batch does not hold memory for good. */
 static void shrink(void)
 {
@@ -241,6 +299,8 @@ static int decode(int codec, const Py_buffer *view, Py_ssize_t max_size, size_t 
         return zstd_decompress(src, len, (size_t)max_size, produced);
     if (codec == GZIP)
         return gzip_decompress(src, len, (size_t)max_size, produced);
+    if (codec == SNAPPY && snappy_uncompress_fn != NULL)
+        return snappy_decompress(src, len, (size_t)max_size, produced);
     PyErr_Format(PyExc_ValueError, "no native decoder for compression codec %d", codec);
     return -1;
 }
@@ -304,7 +364,10 @@ PyMODINIT_FUNC PyInit__decompress_scan(void)
     TooLarge = DecompressError == NULL ? NULL
         : PyErr_NewExceptionWithDoc("logway.wire._decompress_scan.TooLarge",
                                     "Record data that expands past max_size bytes.", DecompressError, NULL);
-    PyObject *codecs = Py_BuildValue("(iii)", GZIP, LZ4, ZSTD);
+    void *snappy = dlopen("libsnappy.so.1", RTLD_NOW | RTLD_LOCAL);
+    snappy_uncompress_fn = snappy == NULL ? NULL : (snappy_uncompress_t)dlsym(snappy, "snappy_uncompress");
+    PyObject *codecs = snappy_uncompress_fn ? Py_BuildValue("(iiii)", GZIP, SNAPPY, LZ4, ZSTD)
+                                            : Py_BuildValue("(iii)", GZIP, LZ4, ZSTD);
     PyObject *versions = Py_BuildValue("{ssssss}", "gzip", zlibVersion(), "lz4", LZ4_versionString(),
                                        "zstd", ZSTD_versionString());
     int failed = TooLarge == NULL || codecs == NULL || versions == NULL

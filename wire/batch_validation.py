@@ -32,12 +32,13 @@ without the helper and tested to agree with it. Measured (2 shared cores, 1 MiB 
 scan takes about 10 ns a record (1 KiB or 100 B records), the Python loop about 4 us, which would
 more than double the broker's produce CPU.
 
-A gzip, lz4 or zstd batch is decompressed and walked in one C call (`compression.native`,
-``wire/_decompress_scan.c``, linked with liblz4, libzstd and zlib): into a buffer reused by every
-batch, with the library calls wire/compression.py makes through the Python bindings, so both
-refuse the same bytes. One 1 MiB lz4 batch of 1 KiB records: about 60 us against about 600 us
-for python-lz4's decompress (a fresh, growing output per batch) and the scan. Without the module
-(or for snappy), wire/compression.py decompresses and the scan walks its bytes.
+A compressed batch is decompressed and walked in one C call (`compression.native`,
+``wire/_decompress_scan.c``: zlib, liblz4, libzstd, libsnappy when it loads) into a buffer
+reused by every batch, with the library calls wire/compression.py makes through the Python
+bindings, so both refuse the same bytes (tests/wire/test_decompress_scan.py). One 1 MiB lz4
+batch of 1 KiB records: about 55 us of CPU against about 1 ms for python-lz4's decompress (a
+fresh output per batch: page faults) and the scan (`python -m bench.validation`). Without the
+module, wire/compression.py decompresses and the scan walks its bytes.
 """
 
 from __future__ import annotations
@@ -118,8 +119,8 @@ def scan_records(data: bytes | bytearray | memoryview, count: int, base_timestam
 
 def scan_compressed(codec: int, data: bytes | bytearray | memoryview, count: int, base_timestamp: int,
                     max_size: int = codecs.DEFAULT_MAX_SIZE) -> ScanResult:
-    """Decompress ``data`` (at most ``max_size`` bytes) and walk its ``count`` records: in one C call for gzip, lz4
-    and zstd when `logway.wire._decompress_scan` is built, else `codecs.decompress` and `scan_records`.
+    """Decompress ``data`` (at most ``max_size`` bytes) and walk its ``count`` records: in one C call for the codecs
+    of `compression.native` when it is built, else `codecs.decompress` and `scan_records`.
 
     Raises DecompressionError (DecompressedTooLarge past ``max_size``) for data the codec cannot decode.
     """
@@ -145,7 +146,8 @@ def has_compiled_scanner() -> bool:
 
 
 def has_native_decompression() -> bool:
-    """Whether gzip, lz4 and zstd batches are decompressed and scanned in C (wire/compression.py's codecs otherwise)."""
+    """Whether compressed batches are decompressed and scanned in C (`compression.native`; snappy only when libsnappy
+    loads); wire/compression.py's Python bindings otherwise."""
     return codecs.native is not None
 
 

@@ -16,10 +16,10 @@ gzip, lz4, zstd and uncompressed output equal the Java client's byte for byte. s
 has the same framing, but python-snappy's encoder (cramjam) may pick different matches than
 the C++ libsnappy inside snappy-java, so the compressed blocks can differ by a few bytes.
 
-Decompression is bounded by ``max_size`` so a small batch cannot expand without limit. gzip, lz4
-and zstd decompress through `native` (wire/_decompress_scan.c: zlib, liblz4 and libzstd into a
-reused buffer) when it is built, so the record check on append and every later read of a batch
-use the same decoder; otherwise, and for snappy, through the Python bindings below.
+Decompression is bounded by ``max_size`` so a small batch cannot expand without limit. Record data
+decompresses through `native` (wire/_decompress_scan.c: zlib, liblz4, libzstd, and libsnappy when
+it loads, into a reused buffer) when it is built, so the record check on append and every later
+read of a batch use the same decoder; otherwise through the Python bindings (`decompress_py`).
 """
 
 from __future__ import annotations
@@ -127,8 +127,8 @@ def decompress(codec: int, data: bytes | bytearray | memoryview, max_size: int =
 
 
 def decompress_py(codec: int, data: bytes | bytearray | memoryview, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
-    """`decompress` through the Python bindings (zlib, python-snappy, python-lz4, zstandard): snappy always, the
-    other codecs when `native` is not built."""
+    """`decompress` through the Python bindings (zlib, python-snappy, python-lz4, zstandard): for the codecs
+    `native` does not decode (all of them when it is not built)."""
     if codec == NONE:
         out = bytes(data)
     elif codec == GZIP:

@@ -18,7 +18,7 @@ from logway.wire.records import NO_TIMESTAMP, NewRecord, build_batch
 
 pytestmark = pytest.mark.skipif(not has_native_decompression(), reason="wire/_decompress_scan.c was not built")
 
-NATIVE = [compression.GZIP, compression.LZ4, compression.ZSTD]
+NATIVE = sorted(compression.native.CODECS) if compression.native else []  # snappy: when libsnappy.so.1 loads
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 INT64 = st.integers(-(2**63), 2**63 - 1)
 blobs = st.none() | st.binary(max_size=60)
@@ -112,7 +112,7 @@ def test_native_and_python_agree_on_bytes_after_the_compressed_data(codec: int, 
     _agree(codec, raw[BATCH_HEADER_SIZE:] + tail, 5)
 
 
-@pytest.mark.parametrize("codec", NATIVE)
+@pytest.mark.parametrize("codec", [compression.GZIP, compression.LZ4, compression.ZSTD])
 def test_concatenated_frames_or_members_read_as_one_stream_in_both(codec: int) -> None:
     inner = build_batch([(None, b"value %d" % i, ()) for i in range(6)])[BATCH_HEADER_SIZE:]
     first, second = _record_split(inner, 3)
@@ -176,7 +176,7 @@ def test_a_bomb_is_refused_at_the_limit() -> None:
 def test_unknown_codec_and_bad_arguments_are_refused() -> None:
     decompress_scan = compression.native.decompress_scan
     with pytest.raises(ValueError):
-        decompress_scan(compression.SNAPPY, b"", 0, 0, 10)
+        decompress_scan(5, b"", 0, 0, 10)
     with pytest.raises(ValueError):
         decompress_scan(compression.LZ4, b"", 0, 0, -1)
     with pytest.raises(TypeError):
