@@ -48,7 +48,8 @@ def _python(codec: int, data: bytes, count: int, base: int, max_size: int):
 # python-zstandard bundles its own zstd (1.5.7 when written), newer than Debian's libzstd (1.5.4), and a newer zstd
 # finds corruption in some damaged frames an older one decodes to other bytes. Both answers are zstd's own; inside
 # the broker every zstd batch goes through the one libzstd of wire/_decompress_scan.c.
-ZSTD_SKEW = compression.native.LIBRARY_VERSIONS["zstd"] != ".".join(map(str, zstandard.ZSTD_VERSION))
+ZSTD_SKEW = compression.native is not None and (
+    compression.native.LIBRARY_VERSIONS["zstd"] != ".".join(map(str, zstandard.ZSTD_VERSION)))
 
 
 def _agree(codec: int, data: bytes | bytearray, count: int, base: int = 0, max_size: int = 1 << 20):
