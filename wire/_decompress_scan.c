@@ -1,16 +1,18 @@
 /* Validation of a compressed v2 batch's records in one native pass (wire/batch_validation.py's scan_compressed):
  * decompress into a buffer reused by every call, then walk the records there (_record_scan.h).
  *
- * decompress_scan(codec, data, count, base_timestamp, max_size) -> (error | None, timestamped, min_ts, max_ts, null_keys)
+ * decompress_scan(codec, data, count, base_timestamp, max_size)
+ *     -> (error | None, timestamped, min_ts, max_ts, null_keys)
  * decompress(codec, data, max_size) -> bytes
  *
  * gzip, lz4 and zstd, decoded with the library calls the Python fallback makes through its bindings
  * (wire/compression.py: zlib's inflate, LZ4F_decompress, ZSTD_decompressStream), so both accept and refuse the
  * same bytes; snappy (Kafka's xerial framing, or one raw block) with libsnappy's C API when libsnappy.so.1 can be
  * loaded at import (dlopen: it is not linked, so a machine without it, such as the slim Python images, still
- * gets the other three; python-snappy decodes with cramjam's Rust snappy, and the tests compare the two). Raises DecompressError for data the codec cannot decode and TooLarge (a DecompressError) for data
- * that expands past max_size bytes: a hostile batch can make this allocate max_size + 1 bytes, never more.
- * Kafka streams the records instead (DefaultRecordBatch.skipKeyValueIterator), so it has no such bound.
+ * gets the other three; python-snappy decodes with cramjam's Rust snappy, and the tests compare the two).
+ * Raises DecompressError for data the codec cannot decode and TooLarge (a DecompressError) for data that expands
+ * past max_size bytes: a hostile batch can make this allocate max_size + 1 bytes, never more. Kafka streams the
+ * records instead (DefaultRecordBatch.skipKeyValueIterator), so it has no such bound.
  *
  * The buffer and the decoders are module state: the GIL is held for the whole call, so one call uses them at a
  * time. The buffer grows by doubling and is kept between calls while it holds at most RETAINED_MAX bytes (a
