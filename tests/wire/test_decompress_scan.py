@@ -4,6 +4,7 @@ decompressing, then the record walk) on every batch: real ones, mutated ones, tr
 from __future__ import annotations
 
 import os
+import tracemalloc
 
 import pytest
 import zstandard
@@ -182,3 +183,18 @@ def test_unknown_codec_and_bad_arguments_are_refused() -> None:
         decompress_scan(compression.LZ4, b"", 0, 0, -1)
     with pytest.raises(TypeError):
         decompress_scan(compression.LZ4, "text", 0, 0, 10)
+
+
+@pytest.mark.parametrize("codec", NATIVE)
+def test_the_buffer_of_a_large_batch_is_let_go(codec: int) -> None:
+    """20 MiB of records (compressed small) need a 32 MiB buffer; once checked it is freed, not kept (8 MiB at most)."""
+    raw = build_batch([(None, bytes(1 << 20), ())] * 20, compression=codec)
+    header = parse_header(raw)
+    tracemalloc.start()
+    try:
+        validate_records(raw, 0, header, max_size=64 << 20)
+        kept, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak >= 20 << 20  # the decompressed records were there (the buffer is traced memory)
+    assert kept < 1 << 20
