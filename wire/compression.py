@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
+from typing import TypeVar
 
 import lz4.frame
 import snappy
@@ -37,6 +39,8 @@ try:
     from logway.wire import _decompress_scan as native
 except ImportError:  # built without liblz4/libzstd headers, or those libraries are missing at run time
     native = None
+
+T = TypeVar("T")
 
 NONE = 0
 GZIP = 1
@@ -146,7 +150,7 @@ def decompress_py(codec: int, data: bytes | bytearray | memoryview, max_size: in
     return out
 
 
-def call_native(function, *args):
+def call_native(function: Callable[..., T], *args: object) -> T:
     """Call a function of `native`, its errors raised as DecompressionError and DecompressedTooLarge."""
     try:
         return function(*args)
