@@ -6,7 +6,15 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test soak fuzz bench bench-proxy proxy-matrix pipeline docker-pipeline lint clean
 
+# The headers wire/_decompress_scan.c is built with (compressed batches decompressed and checked in C) and the
+# snappy library it loads at run time. Optional: without root or apt-get the extension is skipped (or, without
+# libsnappy1v5, snappy alone) and Python decompresses (slower, same answers).
+NATIVE_DEV_PACKAGES := liblz4-dev libzstd-dev zlib1g-dev libsnappy1v5
+
 $(STAMP): pyproject.toml
+	dpkg -s $(NATIVE_DEV_PACKAGES) >/dev/null 2>&1 \
+		|| { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(NATIVE_DEV_PACKAGES) >/dev/null; } \
+		|| echo "no $(NATIVE_DEV_PACKAGES): compressed batches will be checked in Python"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
