@@ -63,29 +63,8 @@ class TlsSocket(ssl.SSLSocket):
         if self._ended:
             return 0
         view = buffer if isinstance(buffer, memoryview) else memoryview(buffer)
-        limit = nbytes or len(view)
-        read = self._sslobj.read
-        got = 0
-        drained = False  # the last recv() took less than it asked for: the socket is empty
         try:
-            while got < limit:
-                try:
-                    n = read(limit - got, view[got:] if got else view)
-                except ssl.SSLWantReadError:
-                    if drained:
-                        break
-                    want = min(max(limit - got, _MAX_RECORD), len(_SCRATCH))
-                    try:
-                        drained = 0 < self._fill(want) < want
-                    except BlockingIOError:
-                        break
-                    continue
-                if n == 0:  # the peer's close_notify
-                    self._ended = True
-                    break
-                got += n
-        except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
-            self._ended = True  # what was decrypted before it still counts; the next call returns 0
+            got = self._decrypt_into(view, nbytes or len(view))
         except ssl.SSLError:  # a record that does not decrypt (bad_record_mac), not TLS at all, ...
             self._send_alert()
             raise
@@ -94,6 +73,40 @@ class TlsSocket(ssl.SSLSocket):
             self.flush()
         if got == 0 and not self._ended:
             raise BlockingIOError()
+        return got
+
+    def _decrypt_into(self, view: memoryview, limit: int) -> int:
+        """Up to ``limit`` bytes of plaintext into ``view``: the records buffered, then those the socket has. It
+        receives first when nothing is buffered (no ciphertext in the BIO, no plaintext left of a record read in
+        part), and stops once the socket and the BIO are drained: no read that can only fail (an exception)."""
+        read, incoming = self._sslobj.read, self._incoming
+        got = 0
+        fill = not incoming.pending and not self._sslobj.pending()
+        drained = False  # the last recv() took less than it asked for: the socket is empty
+        try:
+            while got < limit:
+                if fill:
+                    want = min(max(limit - got, _MAX_RECORD), len(_SCRATCH))
+                    try:
+                        n = self._fill(want)
+                    except BlockingIOError:
+                        break
+                    drained, fill = 0 < n < want, False
+                try:
+                    n = read(limit - got, view[got:] if got else view)
+                except ssl.SSLWantReadError:  # a partial record in the BIO
+                    if drained:
+                        break
+                    fill = True
+                    continue
+                if n == 0:  # the peer's close_notify
+                    self._ended = True
+                    break
+                got += n
+                if drained and not incoming.pending:
+                    break
+        except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+            self._ended = True  # what was decrypted before it still counts; the next call returns 0
         return got
 
     def recv(self, bufsize: int, flags=0) -> bytes:  # noqa: D102
