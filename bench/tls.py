@@ -43,6 +43,7 @@ from bench.latest import write_section
 from bench.peer import tansu_binary
 from bench.procs import REPO, Broker, Kafka, Logway, free_port, recv_exact, scratch_dir
 from bench.report import git_revision, machine
+from bench.request_cost import BaselineLogway
 
 sys.path.insert(0, str(REPO / "tests" / "gateway"))
 from tls_certs import make_certs  # noqa: E402
@@ -68,15 +69,29 @@ def security_settings(certs: dict[str, str]) -> dict[str, str]:
                 "org.apache.kafka.common.security.scram.ScramLoginModule required;"}
 
 
+def three_ports(plaintext: int) -> dict[str, int]:
+    return {"PLAINTEXT": plaintext, "SSL": free_port(), "SASL_SSL": free_port()}
+
+
 class SecureLogway(Logway):
     """`logway serve` with PLAINTEXT, SSL and SASL_SSL listeners."""
 
     def __init__(self, workdir: Path, certs: dict[str, str]) -> None:
         super().__init__(workdir, security_settings(certs))
-        self.ports = {"PLAINTEXT": self.port, "SSL": free_port(), "SASL_SSL": free_port()}
+        self.ports = three_ports(self.port)
 
     def listeners(self) -> str:
         return ",".join(f"{name}://127.0.0.1:{port}" for name, port in self.ports.items())
+
+
+class SecureBaseline(BaselineLogway):
+    """The same, from another source tree (--baseline DIR: before and after in the same rounds)."""
+
+    listeners = SecureLogway.listeners
+
+    def __init__(self, workdir: Path, tree: Path, certs: dict[str, str]) -> None:
+        super().__init__(workdir, tree, security_settings(certs))
+        self.ports = three_ports(self.port)
 
 
 class SecureKafka(Kafka):
@@ -85,7 +100,7 @@ class SecureKafka(Kafka):
     def __init__(self, workdir: Path, certs: dict[str, str]) -> None:
         super().__init__(workdir, security_settings(certs))
         node = self.cluster.nodes[0]
-        self.ports = {"PLAINTEXT": node.port, "SSL": free_port(), "SASL_SSL": free_port()}
+        self.ports = three_ports(node.port)
         advertised = ",".join(f"{name}://127.0.0.1:{port}" for name, port in self.ports.items())
         self.cluster.config.update({
             "listeners": f"{advertised},CONTROLLER://127.0.0.1:{node.controller_port}",
@@ -294,12 +309,33 @@ def goals(results: dict) -> list[str]:
     return lines
 
 
+HEADS = {"logway": "Logway", "baseline": "Logway before", "kafka": "Kafka 4.3.1"}
+PAIRS = (("logway", "kafka"), ("logway", "baseline"))
+
+
+def table(results: dict, names: list[str]) -> list[str]:
+    """One row per case and listener: each broker's MB/s and CPU-s/GB, and the per-round ratios of each pair."""
+    pairs = [(a, b) for a, b in PAIRS if a in names and b in names]
+    columns = ([f"{HEADS[n]} MB/s" for n in names] + [f"{HEADS[a]}/{HEADS[b]} MB/s" for a, b in pairs]
+               + [f"{HEADS[n]} CPU-s/GB" for n in names] + [f"{HEADS[a]}/{HEADS[b]} CPU-s/GB" for a, b in pairs])
+    lines = ["| case | listener | " + " | ".join(columns) + " | others (cores) |",
+             "|---" * (len(columns) + 3) + "|"]
+    for case, label in CASES:
+        for listener, runs in results[case].items():
+            row = [label, listener] + [spread([r["mb_s"] for r in runs.get(n, [])]) for n in names]
+            row += [spread(per_round_ratios(results, case, listener, "mb_s", a, b), 2) + "x" for a, b in pairs]
+            row += [spread([r["cpu_s_per_gb"] for r in runs.get(n, [])], 2) for n in names]
+            row += [spread(per_round_ratios(results, case, listener, "cpu_s_per_gb", a, b), 2) + "x" for a, b in pairs]
+            row.append(spread([r["other_cores"] for n in names for r in runs.get(n, [])], 2))
+            lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
 def markdown(results: dict, rates: dict[str, dict[str, float]], tansu: str, args: argparse.Namespace,
              load: tuple[str, str], minutes: float) -> str:
     """The "## TLS" section of LATEST.md."""
     stamp, info = datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"), machine()
-    names = [n for n in ("logway", "kafka") if any(n in runs for c in results.values() for runs in c.values())]
-    head = {"logway": "Logway", "kafka": "Kafka 4.3.1"}
+    names = [n for n in HEADS if any(n in runs for c in results.values() for runs in c.values())]
     lines = [f"## TLS — {stamp} (`python -m bench.tls`, a step of `make bench`)", "",
              f"Command: `python -m bench.tls {' '.join(args.argv)}` · git {git_revision()} · {minutes:.1f} min · "
              f"{args.rounds} rounds after a warm-up round of {args.warmup_records:,} records per listener, the order "
@@ -313,27 +349,14 @@ def markdown(results: dict, rates: dict[str, dict[str, float]], tansu: str, args
              f"partitions (librdkafka, linger.ms=5, batch.size=1 MiB, acks=all), read back from earliest by one "
              f"consumer (fetch.queue.backoff.ms=10), then {args.conn_records:,} x 1 KiB from 100 producer "
              f"connections (acks=1). MB/s and broker CPU-s per GB (utime+stime of the broker process): median "
-             f"(min–max) over rounds; the ratio is the median of per-round ratios.", "",
-             "| case | listener | " + " | ".join(f"{head[n]} MB/s" for n in names)
-             + (" | Logway/Kafka MB/s" if len(names) == 2 else "")
-             + " | " + " | ".join(f"{head[n]} CPU-s/GB" for n in names)
-             + (" | Logway/Kafka CPU-s/GB" if len(names) == 2 else "") + " | others (cores) |",
-             "|---" * (3 + 2 * len(names) + 2 * (len(names) == 2)) + "|"]
-    for case, label in CASES:
-        for listener, runs in results[case].items():
-            row = [label, listener] + [spread([r["mb_s"] for r in runs.get(n, [])]) for n in names]
-            if len(names) == 2:
-                row.append(spread(per_round_ratios(results, case, listener, "mb_s"), 2) + "x")
-            row += [spread([r["cpu_s_per_gb"] for r in runs.get(n, [])], 2) for n in names]
-            if len(names) == 2:
-                row.append(spread(per_round_ratios(results, case, listener, "cpu_s_per_gb"), 2) + "x")
-            row.append(spread([r["other_cores"] for n in names for r in runs.get(n, [])], 2))
-            lines.append("| " + " | ".join(row) + " |")
-    if len(names) == 2:
+             f"(min–max) over rounds; a ratio is the median (min–max) of per-round ratios."
+             + (f" `Logway before` is Logway from {args.baseline}." if args.baseline else ""), ""]
+    lines += table(results, names)
+    if "logway" in names and "kafka" in names:
         lines += [""] + goals(results)
     lines += ["", f"New SASL_SSL connections per second, {args.connections} one after another (TCP, TLS handshake, "
               "SaslHandshake, SaslAuthenticate, close): "
-              + "; ".join(f"{head[n]} " + ", ".join(f"{m} {r:.0f}/s" for m, r in rates[n].items()) for n in rates)
+              + "; ".join(f"{HEADS[n]} " + ", ".join(f"{m} {r:.0f}/s" for m, r in rates[n].items()) for n in rates)
               + ".", "", f"Tansu 0.6 over TLS: not measured: {tansu}.", "",
               "kTLS (the kernel's TLS record layer, which would let Fetch use sendfile over TLS): not available here. "
               "Python 3.11's ssl has no OP_ENABLE_KTLS (3.12 adds it), and this kernel is built without "
@@ -351,6 +374,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--connections", type=int, default=100, help="new SASL_SSL connections timed per mechanism")
     p.add_argument("--listeners", default=",".join(LISTENERS))
     p.add_argument("--peers", default="kafka", help="kafka, or '' for Logway alone")
+    p.add_argument("--baseline", type=Path, help="also run Logway from this source tree (before/after columns)")
     p.add_argument("--latest", action="store_true", help="replace the TLS section of bench/LATEST.md")
     args = p.parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else argv
@@ -367,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         certs = make_certs(Path(tmp))
         brokers: list[Broker] = [SecureLogway(scratch_dir("tls-logway"), certs)]
+        if args.baseline:
+            brokers.append(SecureBaseline(scratch_dir("tls-baseline"), args.baseline, certs))
         if "kafka" in args.peers:
             brokers.append(SecureKafka(scratch_dir("tls-kafka"), certs))
         try:

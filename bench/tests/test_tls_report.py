@@ -6,7 +6,7 @@ from __future__ import annotations
 from argparse import Namespace
 from pathlib import Path
 
-from bench.tls import Endpoint, goals, markdown, per_round_ratios
+from bench.tls import Endpoint, goals, markdown, per_round_ratios, table
 
 
 def run(mb_s: float, cpu: float) -> dict[str, float]:
@@ -42,7 +42,7 @@ def test_the_table_has_a_row_per_case_and_listener(monkeypatch):
     monkeypatch.setattr("bench.tls.machine", lambda: {"cpu": "cpu", "cores": 2, "kernel": "k", "python": "3.11",
                                                        "librdkafka": "2.16"})
     args = Namespace(argv=["--rounds", "2"], rounds=2, warmup_records=10, records=100, conn_records=100,
-                     connections=5)
+                     connections=5, baseline=None)
     md = markdown(results(), {"logway": {"PLAIN": 100.0}}, "why not", args, ("1", "2"), 1.0)
     rows = [line for line in md.splitlines() if line.startswith("| produce 1 KiB, 8 partitions, acks=all")]
     assert len(rows) == 2
@@ -59,3 +59,14 @@ def test_each_listener_gets_its_client_settings():
     assert Endpoint(Broker(), "SSL", "ca.pem").bootstrap == "127.0.0.1:2"
     sasl = Endpoint(Broker(), "SASL_SSL", str(Path("ca.pem"))).client
     assert sasl["sasl.mechanism"] == "SCRAM-SHA-256" and sasl["ssl.ca.location"] == "ca.pem"
+
+
+def test_a_baseline_tree_gets_its_columns_and_ratios():
+    r = results()
+    for case in r.values():
+        for runs in case.values():
+            runs["baseline"] = [run(50, 8.0), run(50, 6.0)]
+    lines = table(r, ["logway", "baseline", "kafka"])
+    assert "| Logway/Logway before MB/s |" in lines[0] and "| Logway/Kafka 4.3.1 CPU-s/GB |" in lines[0]
+    produce_ssl = lines[2].split(" | ")
+    assert produce_ssl[1] == "SSL" and produce_ssl[6] == "3.50 (3.00–4.00)x"  # Logway/before MB/s, per round
