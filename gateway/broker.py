@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 import trio
@@ -18,7 +18,7 @@ from logway.coordinator.producer_ids import ProducerIdManager
 from logway.gateway.config import BrokerConfig
 from logway.gateway.dynamic_broker_config import DynamicBrokerConfigs
 from logway.gateway.fetch_sessions import FetchSessionCache
-from logway.gateway.fetch_waiters import FetchWaiters
+from logway.gateway.fetch_waiters import FetchWaiters, Watched
 from logway.gateway.group_commit import GroupCommit
 from logway.gateway.groups import GroupService
 from logway.gateway.meta_properties import load_cluster_id
@@ -296,9 +296,9 @@ class Broker:
     def notify_append(self, topic: str, partition: int) -> None:
         self._waiters.notify(topic, partition)
 
-    async def wait_for_append(self, partitions: Mapping[str, Collection[int]], deadline: float) -> bool:
-        """Sleep until one of the partitions (by topic) gets an append or trio's clock reaches ``deadline``; True
-        if woken by an append."""
+    async def wait_for_append(self, partitions: Watched, deadline: float) -> bool:
+        """Sleep until one of the partitions (by topic: see FetchWaiters.wait) gets an append or trio's clock
+        reaches ``deadline``; True if woken by an append."""
         self.stats.fetches_waiting += 1
         try:
             return await self._waiters.wait(partitions, deadline)

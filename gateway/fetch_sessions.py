@@ -25,6 +25,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,11 +53,13 @@ class CachedPartition:
 
 @dataclass(slots=True)
 class SessionTopic:
-    """A topic of the session shaped like a request topic, so the fetch handler reads it unchanged."""
+    """A topic of the session shaped like a request topic, so the fetch handler reads it unchanged; with the set
+    of its partition indexes, which a long poll of the session waits on (gateway/fetch_waiters.py)."""
 
     topic: str
     topic_id: Any
     partitions: list[CachedPartition]
+    indexes: set[int] = field(default_factory=set)
 
 
 @dataclass(slots=True)
@@ -83,6 +86,9 @@ class FetchSession:
     last_used: float = 0.0
     # (topic key, partition) -> cached partition; the key is the name (v7-v12) or the topic id (v13+).
     partitions: dict[tuple[Any, int], CachedPartition] = field(default_factory=dict)
+    # The partitions grouped by topic as requests read them, kept from request to request until a partition
+    # joins, leaves or moves (None: to be grouped again): a quiet session's requests do not regroup them.
+    topics: list[SessionTopic] | None = None
 
 
 @dataclass(slots=True)
@@ -94,6 +100,19 @@ class SessionContext:
     error: int = ErrorCode.none
     session: FetchSession | None = None
     incremental: bool = False
+
+    def watched(self, names: list[str | None], skip: Collection[str]) -> list[tuple[str, Iterable[int]]]:
+        """What a long poll of this request waits on (FetchWaiters.wait): each topic's name but those unknown or in
+        ``skip``, with its partitions: a session's kept set, or the request's own partitions, read only if an
+        append to the topic comes while waiting."""
+        watched: list[tuple[str, Iterable[int]]] = []
+        for topic, name in zip(self.request.topics, names, strict=True):
+            if name and name not in skip and topic.partitions:
+                if isinstance(topic, SessionTopic):
+                    watched.append((name, topic.indexes))
+                else:
+                    watched.append((name, (p.partition for p in topic.partitions)))
+        return watched
 
     def response_topics(self, topics: list[FetchTopicResult]) -> list[FetchTopicResult]:
         """Remember what this answer tells the client; an incremental answer keeps only what changed."""
@@ -118,6 +137,8 @@ class SessionContext:
         for cached in served:
             key = key_of[id(cached)]
             session.partitions[key] = session.partitions.pop(key)
+        if served:
+            session.topics = None
         return out
 
 
@@ -198,6 +219,7 @@ class FetchSessionCache:
     def _update(self, session: FetchSession, request: Any, uses_ids: bool) -> int:
         """Apply an incremental request's changes and forgotten partitions; return the change in size."""
         before = len(session.partitions)
+        moved = False
         for topic in request.topics:
             key = topic.topic_id if uses_ids else topic.topic
             for p in topic.partitions:
@@ -205,13 +227,16 @@ class FetchSessionCache:
                 if cached is None:
                     session.partitions[(key, p.partition)] = CachedPartition(
                         p.partition, p.fetch_offset, p.partition_max_bytes)
+                    moved = True
                 else:
                     cached.fetch_offset = p.fetch_offset
                     cached.partition_max_bytes = p.partition_max_bytes
         for forgotten in request.forgotten_topics_data:
             key = forgotten.topic_id if uses_ids else forgotten.topic
             for partition in forgotten.partitions:
-                session.partitions.pop((key, partition), None)
+                moved |= session.partitions.pop((key, partition), None) is not None
+        if moved:
+            session.topics = None
         return len(session.partitions) - before
 
     def _make_room(self, size: int) -> bool:
@@ -245,11 +270,14 @@ class FetchSessionCache:
 
 def _as_request(session: FetchSession, request: Any, uses_ids: bool) -> SessionRequest:
     """The session's partitions grouped by topic, in the order they joined, with the request's limits."""
-    topics: dict[Any, SessionTopic] = {}
-    for (key, _), cached in session.partitions.items():
-        topic = topics.get(key)
-        if topic is None:
-            topic = topics[key] = SessionTopic("" if uses_ids else key, key if uses_ids else None, [])
-        topic.partitions.append(cached)
-    return SessionRequest(list(topics.values()), request.max_bytes, request.min_bytes, request.isolation_level,
+    if session.topics is None:
+        topics: dict[Any, SessionTopic] = {}
+        for (key, _), cached in session.partitions.items():
+            topic = topics.get(key)
+            if topic is None:
+                topic = topics[key] = SessionTopic("" if uses_ids else key, key if uses_ids else None, [])
+            topic.partitions.append(cached)
+            topic.indexes.add(cached.partition)
+        session.topics = list(topics.values())
+    return SessionRequest(session.topics, request.max_bytes, request.min_bytes, request.isolation_level,
                           request.max_wait)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Iterable
 
 import trio
 
@@ -211,10 +212,9 @@ async def _serve_empty(ctx, fast: FastFetchRequest, deadline: float) -> tuple[by
             note(plog)
         topics.append((name, info.topic_id, heads))
     if fast.min_bytes > 0 and trio.current_time() < deadline:
-        keys: dict[str, set[int]] = {}
-        for topic, name in zip(fast.topics, names, strict=True):
-            if name and topic.partitions:
-                keys.setdefault(name, set()).update(p for p, _, _ in topic.partitions)
+        # The partitions as the request lists them: FetchWaiters reads them only if their topic gets an append.
+        keys = [(name, (p for p, _, _ in topic.partitions)) for topic, name in zip(fast.topics, names, strict=True)
+                if name and topic.partitions]
         # No append while waiting: the answer collected before the wait, as _serve answers then.
         if keys and await broker.wait_for_append(keys, deadline):
             return None, denied
@@ -245,7 +245,7 @@ async def _serve(ctx, request, deadline: float | None, denied: set[str] | None, 
         denied = ctx.denied_topics(Operation.READ, (n for n in names if n is not None))
     if denied:
         names = [_Denied(n) if n in denied else n for n in names]
-    keys: dict[str, set[int]] | None = None  # the partitions to wake up for (by topic), once a wait is needed
+    keys: list[tuple[str, Iterable[int]]] | None = None  # the partitions to wake up for, once a wait is needed
     reads: list[tuple[PartitionLog, int]] = []
     quiet_check = quiet_check and session.incremental and not denied
     while True:
@@ -253,10 +253,7 @@ async def _serve(ctx, request, deadline: float | None, denied: set[str] | None, 
         if total >= request.min_bytes or error or trio.current_time() >= deadline:
             break
         if keys is None:
-            keys = {}
-            for t, n in zip(request.topics, names, strict=True):
-                if n and n not in denied and t.partitions:
-                    keys.setdefault(n, set()).update(p.partition for p in t.partitions)
+            keys = session.watched(names, denied)
         if not keys:
             break
         if not await broker.wait_for_append(keys, deadline) and not total:
