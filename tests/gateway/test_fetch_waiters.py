@@ -10,6 +10,8 @@ import trio
 from logway.gateway.fetch_sessions import FetchSessionCache
 from logway.gateway.fetch_waiters import FetchWaiters
 
+OWNER = ("User:ANONYMOUS", "PLAINTEXT")
+
 
 async def test_an_append_wakes_only_the_fetches_reading_its_partition():
     waiters = FetchWaiters()
@@ -78,8 +80,8 @@ async def test_a_sessions_long_poll_follows_the_partitions_its_requests_add_and_
                                topics=[SimpleNamespace(topic="t", topic_id=None, partitions=parts)] if parts else [],
                                forgotten_topics_data=[SimpleNamespace(topic="t", partitions=forgotten)])
 
-    session_id = cache.context(12, request(0, 0, [0, 1])).session_id
-    context = cache.context(12, request(session_id, 1, [2], forgotten=[0]))
+    session_id = cache.context(12, request(0, 0, [0, 1]), OWNER).session_id
+    context = cache.context(12, request(session_id, 1, [2], forgotten=[0]), OWNER)
     assert [p.partition for t in context.request.topics for p in t.partitions] == [1, 2]
     watched = context.watched(["t"], set())
 
@@ -96,5 +98,5 @@ async def test_a_sessions_long_poll_follows_the_partitions_its_requests_add_and_
         woken.append(await waiters.wait(watched, trio.current_time() + 5))
     assert woken == [True]
     # A quiet request of the session waits on the same partitions.
-    quiet = cache.context(12, request(session_id, 2, []))
+    quiet = cache.context(12, request(session_id, 2, []), OWNER)
     assert [(name, set(indexes)) for name, indexes in quiet.watched(["t"], set())] == [("t", {1, 2})]
