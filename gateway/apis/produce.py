@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import logging
 import struct
+from typing import TYPE_CHECKING
 
 import trio
 
 from logway.gateway.broker import now_ms
 from logway.gateway.metrics.stats import BrokerStats
-from logway.server.security.authorizer import Operation, ResourceType
+from logway.server.security.request_acls import ProduceDenials, produce_denials
 from logway.storage.errors import RecordErrors, UnknownTopicOrPartition
 from logway.wire.batch import (
     ATTRIBUTES_POS,
@@ -36,8 +37,17 @@ from logway.wire.batch import (
     parse_header,
 )
 from logway.wire.errors import ErrorCode, KafkaError
-from logway.wire.produce import ProducePartitionResult, decode_produce_request, encode_produce_response
+from logway.wire.produce import (
+    ProducePartition,
+    ProducePartitionResult,
+    ProduceRequest,
+    decode_produce_request,
+    encode_produce_response,
+)
 from logway.wire.protocol import MalformedRequest
+
+if TYPE_CHECKING:
+    from logway.gateway.context import RequestContext
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +88,14 @@ def _count_failure(stats: BrokerStats, exc: KafkaError) -> None:
         stats.storage_errors["append"] += 1
 
 
-def _check_transactional(ctx, transactional_id: str | None, topic: str, index: int, records: memoryview) -> None:
-    """A transactional batch: its transactional id authorized and the partition in its ongoing transaction."""
+def _check_transactional(ctx: RequestContext, transactional_id: str | None, id_denied: bool, topic: str, index: int,
+                         records: memoryview) -> None:
+    """A transactional batch: the request's transactional id present and authorized, the partition in its ongoing
+    transaction."""
     if not records[ATTRIBUTES_POS + 1] & TRANSACTIONAL_MASK:  # one byte read on the hot path
         return
     header = parse_header(records)
-    if transactional_id is None or not ctx.authorized(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+    if transactional_id is None or id_denied:
         raise KafkaError("Transactional records need an authorized transactional id",
                          ErrorCode.transactional_id_authorization_failed)
     error = ctx.broker.transactions.coordinator.verify_partition(
@@ -92,70 +104,79 @@ def _check_transactional(ctx, transactional_id: str | None, topic: str, index: i
         raise KafkaError(f"Partition {topic}-{index} is not in an ongoing transaction of {transactional_id}", error)
 
 
-async def handle(ctx, _request):
-    version = ctx.header.api_version
-    request = decode_produce_request(ctx.frame, ctx.body_pos, version)
+def _denials(ctx: RequestContext, request: ProduceRequest) -> ProduceDenials | None:
+    """KafkaApis.handleProduceRequest's ACL checks (request_acls, by name); None without an authorizer."""
+    if ctx.authorizer is None:
+        return None
+    return produce_denials(ctx.acl, request.transactional_id, (t.name or "" for t in request.topics))
+
+
+async def _append(ctx: RequestContext, request: ProduceRequest, id_denied: bool, topic: str, part: ProducePartition,
+                  now: int, failures: list) -> ProducePartitionResult:
+    """One partition's batch checked and appended; its result (a failure is also noted in ``failures``)."""
     broker = ctx.broker
-    acks = request.acks
+    try:
+        _check_one_v2_batch(part.records, ctx.version)
+        _check_transactional(ctx, request.transactional_id, id_denied, topic, part.index, part.records)
+        plog = broker.partition(topic, part.index)
+        plog.counters.produce_requests += 1
+        result = plog.append(part.records, now_ms=now)
+        if result.flush_needed:
+            # flush.messages reached: Kafka flushes before acknowledging; fsync runs off the event loop.
+            # A failed fsync takes the log offline and answers KAFKA_STORAGE_ERROR (KafkaStorageError).
+            # Responses held for pipelined requests (server/connection.py) go out first: they need no fsync.
+            await ctx.connection.send_held()
+            await trio.to_thread.run_sync(plog.flush)
+    except UnknownTopicOrPartition as exc:
+        failures.append((topic, part.index, exc))
+        return ProducePartitionResult(part.index, exc.error_code)
+    except RecordErrors as exc:
+        failures.append((topic, part.index, exc))
+        return await _record_errors(ctx, part.index, exc)
+    except KafkaError as exc:
+        failures.append((topic, part.index, exc))
+        _count_failure(broker.stats, exc)
+        return ProducePartitionResult(part.index, exc.error_code, error_message=str(exc))
+    if not result.duplicate:
+        # Kafka's BytesInPerSec / MessagesInPerSec: what was appended (ReplicaManager.appendToLocalLog).
+        plog.counters.bytes_in += len(part.records)
+        plog.counters.messages_in += result.last_offset - result.base_offset + 1
+        broker.notify_append(topic, part.index)
+    return ProducePartitionResult(part.index, ErrorCode.none, result.base_offset, result.log_append_time_ms,
+                                  result.log_start_offset)
+
+
+async def _record_errors(ctx: RequestContext, index: int, exc: RecordErrors) -> ProducePartitionResult:
+    """A refused batch's result; v8+ names the offending records, off the event loop (it reads every record)."""
+    named = ()
+    if ctx.version >= 8:
+        await ctx.connection.send_held()
+        named = await trio.to_thread.run_sync(exc.name_records)
+    return ProducePartitionResult(index, exc.error_code, error_message=exc.message_with(named), record_errors=named)
+
+
+async def handle(ctx: RequestContext, request: None) -> list[bytes] | None:
+    """Decode the request (records stay views of the frame), append each partition's batch, answer."""
+    version = ctx.version
+    produce = decode_produce_request(ctx.frame, ctx.body_pos, version)
+    acks = produce.acks
+    denials = _denials(ctx, produce)
+    id_denied = denials is not None and denials.transactional_id
     topics_out = []
-    failures = []
+    failures: list[tuple[str, int, Exception]] = []
     now = now_ms()
-    # KafkaApis.handleProduceRequest: TOPIC WRITE per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
-    denied = None
-    if ctx.realm.authorizer is not None:
-        denied = ctx.denied_topics(Operation.WRITE, (t.name or "" for t in request.topics))
-    for topic in request.topics:
+    for topic in produce.topics:
         name = topic.name or ""
-        partitions_out = []
-        for part in topic.partitions:
-            if denied and name in denied:
-                exc = KafkaError(f"Not authorized to access topics: [{name}]", ErrorCode.topic_authorization_failed)
-                partitions_out.append(ProducePartitionResult(part.index, exc.error_code))
-                failures.append((name, part.index, exc))
-                continue
-            if acks not in (0, 1, -1):
-                partitions_out.append(ProducePartitionResult(part.index, ErrorCode.invalid_required_acks))
-                continue
-            try:
-                _check_one_v2_batch(part.records, version)
-                _check_transactional(ctx, request.transactional_id, name, part.index, part.records)
-                plog = broker.partition(name, part.index)
-                plog.counters.produce_requests += 1
-                result = plog.append(part.records, now_ms=now)
-                if result.flush_needed:
-                    # flush.messages reached: Kafka flushes before acknowledging; fsync runs off the event loop.
-                    # A failed fsync takes the log offline and answers KAFKA_STORAGE_ERROR (KafkaStorageError).
-                    # Responses held for pipelined requests (gateway.connection) go out first: they need no fsync.
-                    await ctx.connection.send_held()
-                    await trio.to_thread.run_sync(plog.flush)
-            except UnknownTopicOrPartition as exc:
-                partitions_out.append(ProducePartitionResult(part.index, exc.error_code))
-                failures.append((name, part.index, exc))
-                continue
-            except RecordErrors as exc:
-                # v8+: name the offending records, off the event loop (it reads every record of the batch).
-                named = ()
-                if version >= 8:
-                    await ctx.connection.send_held()
-                    named = await trio.to_thread.run_sync(exc.name_records)
-                partitions_out.append(ProducePartitionResult(part.index, exc.error_code,
-                                                             error_message=exc.message_with(named), record_errors=named))
-                failures.append((name, part.index, exc))
-                continue
-            except KafkaError as exc:
-                partitions_out.append(ProducePartitionResult(part.index, exc.error_code, error_message=str(exc)))
-                failures.append((name, part.index, exc))
-                _count_failure(broker.stats, exc)
-                continue
-            if not result.duplicate:
-                # Kafka's BytesInPerSec / MessagesInPerSec: what was appended (ReplicaManager.appendToLocalLog).
-                plog.counters.bytes_in += len(part.records)
-                plog.counters.messages_in += result.last_offset - result.base_offset + 1
-                broker.notify_append(name, part.index)
-            partitions_out.append(ProducePartitionResult(
-                part.index, ErrorCode.none, result.base_offset, result.log_append_time_ms, result.log_start_offset,
-            ))
-        topics_out.append((name, partitions_out))
+        if denials is not None and name in denials.topics:  # TOPIC WRITE denied: its partitions are refused
+            exc = KafkaError(f"Not authorized to access topics: [{name}]", ErrorCode.topic_authorization_failed)
+            failures += [(name, part.index, exc) for part in topic.partitions]
+            topics_out.append((name, [ProducePartitionResult(part.index, exc.error_code) for part in topic.partitions]))
+        elif acks not in (0, 1, -1):
+            topics_out.append((name, [ProducePartitionResult(part.index, ErrorCode.invalid_required_acks)
+                                      for part in topic.partitions]))
+        else:
+            topics_out.append((name, [await _append(ctx, produce, id_denied, name, part, now, failures)
+                                      for part in topic.partitions]))
     if acks == 0:
         if failures:
             name, index, exc = failures[0]
