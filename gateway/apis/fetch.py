@@ -14,10 +14,17 @@ the page cache is paged in by a worker thread first (gateway/cold_reads.py), so 
 event loop.
 KIP-74: max_bytes and partition_max_bytes are soft for the first batch of the first non-empty partition.
 
-The request is read here (RAW): wire.fetch_request reads the common shape into tuples, kio everything else. A
-sessionless fetch whose every partition is known and at its high watermark (a caught-up consumer polling
-1,000 partitions) is answered by _serve_empty, one pack per partition and no per-partition objects; any other
-fetch, or one that an append wakes, by _serve. tests/gateway/test_fetch_fast_path.py holds both to the same bytes.
+The request is read once, here (RAW): wire.fetch_request reads the common shape into tuples (served as they
+are, or as a _Request in kio's shape), kio reads anything else. A sessionless fetch whose every partition is
+known and at its high watermark (a caught-up consumer polling 1,000 partitions) is answered by _serve_empty,
+one pack per partition and no per-partition objects; any other fetch, or one that an append wakes, by _serve.
+tests/gateway/test_fetch_fast_path.py holds both to the same bytes. Under ACLs the topics are checked by name
+(request_acls.fetch_denials, the proxy's rule too); without an authorizer that is one branch.
+
+"Nothing to read" is a fetch offset at the partition's high watermark (fetch_offsets()[0]). It is tested inline
+in the three per-partition loops (_serve_empty, _collect, _quiet_session) on purpose: they run per partition
+of every poll, and a shared helper measured +30% instructions per call (1,000-partition empty fetch) and a
+shared walk +46% on the quiet session check (callgrind).
 
 Errors are per partition, as Kafka's ReplicaManager.readFromLog answers them: a corrupt stored batch gets
 CORRUPT_MESSAGE, an I/O error KAFKA_STORAGE_ERROR, anything unexpected UNKNOWN_SERVER_ERROR (logged); the
