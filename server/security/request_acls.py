@@ -662,7 +662,7 @@ RULES: dict[int, Rule] = {
     37: _create_partitions, 42: _delete_groups, 43: _elect_leaders,
     44: _configs(Operation.ALTER_CONFIGS, "responses"),
     45: _alter_partition_reassignments,
-    46: cluster(Operation.DESCRIBE, error_message="Cluster authorization failed.", topics=None),
+    46: cluster(Operation.DESCRIBE, error_message="Cluster authorization failed.", topics=[]),
     47: _offset_delete,
     48: cluster(Operation.DESCRIBE_CONFIGS, error_message=None, entries=None),  # DescribeClientQuotas
     49: _alter_client_quotas,
