@@ -201,8 +201,8 @@ def _fields(cls: type) -> tuple[_Field, ...]:
 
 
 def _error_default(hint: Any, kafka_type: str, entity: type | None, nullable: bool) -> Any:
-    """Kafka's default for a field its schema gives none (what a generated ``*Data`` class starts with, and so
-    what an error response built from a few fields carries in the others)."""
+    """What a field its schema gives no default gets: what Kafka's error responses carry there (-1 for an
+    offset, id, epoch or count; 0 for a duration, as its generated classes start with)."""
     if typing.get_origin(hint) is tuple:
         return ()
     if nullable:
@@ -214,7 +214,7 @@ def _error_default(hint: Any, kafka_type: str, entity: type | None, nullable: bo
     if kafka_type.startswith("int"):
         return -1
     if kafka_type.startswith("timedelta"):
-        return datetime.timedelta(milliseconds=-1)
+        return datetime.timedelta(0)
     if kafka_type.startswith("datetime"):
         return datetime.datetime.fromtimestamp(0, datetime.UTC)
     return _ZERO.get(kafka_type)
@@ -270,9 +270,9 @@ def build(cls: type, data: dict[str, Any]) -> Any:
     Keys the version does not have are dropped. Plain values are converted where kio wants another type: an
     int error code to ErrorCode, int milliseconds to a timedelta or (for timestamps, -1 included) a datetime.
     A field the dict lacks, or gives None when it is not nullable, takes its default: the schema's default
-    where it has one, else Kafka's: an empty array, null for a nullable field, an entity built from {},
-    ErrorCode.none, -1 for a signed integer, 0 for uint16 and float64, "", False, b"", the zero uuid, -1 ms
-    for a duration and the epoch for a timestamp.
+    where it has one, else that of Kafka's error responses: an empty array, null for a nullable field, an
+    entity built from {}, ErrorCode.none, -1 for a signed integer, 0 for uint16 and float64, "", False, b"",
+    the zero uuid, 0 for a duration and the epoch for a timestamp.
     """
     kwargs = {}
     for field in _fields(cls):
