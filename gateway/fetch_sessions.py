@@ -47,7 +47,8 @@ class CachedPartition:
 
 @dataclass(slots=True)
 class SessionTopic:
-    """A topic of the session shaped like a request topic, so the fetch handler reads it unchanged."""
+    """A topic of the session in the place of a request topic: its cached partitions, which the fetch handler
+    reads (partition, fetch_offset, partition_max_bytes) from and whose watermarks it compares."""
 
     topic: str
     topic_id: Any
@@ -128,6 +129,14 @@ def _has_records(result: FetchPartitionResult) -> bool:
     return records is not None and bool(records.size if isinstance(records, FileSlice) else len(records))
 
 
+def _fields(partition: Any) -> tuple[int, int, int]:
+    """(partition, fetch_offset, partition_max_bytes) of a request partition: the fetch handler's tuple, or an
+    object with those fields."""
+    if isinstance(partition, tuple):
+        return partition
+    return partition.partition, partition.fetch_offset, partition.partition_max_bytes
+
+
 def _next_epoch(epoch: int) -> int:
     return 1 if epoch == 2**31 - 1 else epoch + 1
 
@@ -142,7 +151,8 @@ class FetchSessionCache:
         self.cached_partitions = 0
 
     def context(self, version: int, request: Any) -> SessionContext:
-        """Kafka's FetchManager.newContext: sessionless, a new full session, an incremental one, or an error."""
+        """Kafka's FetchManager.newContext: sessionless, a new full session, an incremental one, or an error.
+        ``request``'s topics hold partitions as the fetch handler reads them (see _fields)."""
         if version < 7:
             return SessionContext(request)
         session_id, epoch = request.session_id, request.session_epoch
@@ -173,8 +183,8 @@ class FetchSessionCache:
         partitions = {}
         for topic in request.topics:
             key = topic.topic_id if uses_ids else topic.topic
-            for p in topic.partitions:
-                partitions[(key, p.partition)] = CachedPartition(p.partition, p.fetch_offset, p.partition_max_bytes)
+            for index, offset, max_bytes in map(_fields, topic.partitions):
+                partitions[(key, index)] = CachedPartition(index, offset, max_bytes)
         if len(partitions) > MAX_SESSION_PARTITIONS or not self._make_room(len(partitions)):
             return SessionContext(request)
         session = FetchSession(self._new_id(), uses_ids, last_used=self.clock(), partitions=partitions)
@@ -187,14 +197,13 @@ class FetchSessionCache:
         before = len(session.partitions)
         for topic in request.topics:
             key = topic.topic_id if uses_ids else topic.topic
-            for p in topic.partitions:
-                cached = session.partitions.get((key, p.partition))
+            for index, offset, max_bytes in map(_fields, topic.partitions):
+                cached = session.partitions.get((key, index))
                 if cached is None:
-                    session.partitions[(key, p.partition)] = CachedPartition(
-                        p.partition, p.fetch_offset, p.partition_max_bytes)
+                    session.partitions[(key, index)] = CachedPartition(index, offset, max_bytes)
                 else:
-                    cached.fetch_offset = p.fetch_offset
-                    cached.partition_max_bytes = p.partition_max_bytes
+                    cached.fetch_offset = offset
+                    cached.partition_max_bytes = max_bytes
         for forgotten in request.forgotten_topics_data:
             key = forgotten.topic_id if uses_ids else forgotten.topic
             for partition in forgotten.partitions:

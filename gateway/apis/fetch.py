@@ -38,7 +38,7 @@ import logging
 import struct
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -102,51 +102,49 @@ def _collect(ctx: RequestContext, request: Any, names: list[str | None], reads: 
         # Kafka answers an unknown topic or partition with an empty aborted-transactions list (its error
         # response), and a failed read (OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, ...) with a null list and -1
         # offsets (ReplicaManager's LogReadResult of the exception, FetchDataInfo.empty).
+        partitions = _partitions(topic)
         if name is None or isinstance(name, _Denied):
             code = ErrorCode.unknown_topic_id if name is None else ErrorCode.topic_authorization_failed
-            results = [FetchPartitionResult(p.partition, code, aborted_transactions=[]) for p in topic.partitions]
+            results = [FetchPartitionResult(index, code, aborted_transactions=[]) for index, _, _ in partitions]
             error = error or bool(results)
             partitions = ()
-        else:
-            partitions = topic.partitions
         plogs = info.partitions if info is not None else ()  # Broker.partition's lookup, once per topic
         count = len(plogs)
         add, note_read = results.append, reads.append
-        for p in partitions:
-            index = p.partition
+        for index, offset, max_bytes in partitions:
             if not 0 <= index < count:
                 add(FetchPartitionResult(index, ErrorCode.unknown_topic_or_partition, aborted_transactions=[]))
                 error = True
                 continue
             plog = plogs[index]
             high, lso_now, start_now = plog.fetch_offsets()
-            if p.fetch_offset == high:  # a consumer reads up to the high watermark: nothing new here
+            if offset == high:  # a consumer reads up to the high watermark: nothing new here
                 add(FetchPartitionResult(index, 0, high, lso_now, start_now, b"", [] if read_committed else None))
                 note_read((plog, 0))
                 continue
             try:
-                budget = max(0, min(p.partition_max_bytes, remaining))
+                budget = max(0, min(max_bytes, remaining))
                 # READ_COMMITTED reads stop at the last stable offset (Kafka's FetchIsolation.TXN_COMMITTED).
                 lso = plog.last_stable_offset if read_committed else None
                 if cold is not None and (budget or min_one):
-                    extent = plog.read_extent(p.fetch_offset, budget)
+                    extent = plog.read_extent(offset, budget)
                     if extent is not None and not cached(*extent):
                         cold.append(extent)
                         continue
-                read = plog.read(p.fetch_offset, budget, min_one=min_one, max_offset=lso) if budget or min_one else None
+                read = plog.read(offset, budget, min_one=min_one, max_offset=lso) if budget or min_one else None
             except UnknownTopicOrPartition as exc:
                 add(FetchPartitionResult(index, exc.error_code, aborted_transactions=[]))
                 error = True
                 continue
             except Exception as exc:  # OFFSET_OUT_OF_RANGE, CORRUPT_MESSAGE, KAFKA_STORAGE_ERROR, ...
-                add(FetchPartitionResult(index, _error_code(exc, name, index, p.fetch_offset, broker.stats)))
+                add(FetchPartitionResult(index, _error_code(exc, name, index, offset, broker.stats)))
                 error = True
                 continue
             result = FetchPartitionResult(index, 0, high, plog.last_stable_offset, plog.log_start_offset, b"", None)
             if read_committed:
                 # The aborted transactions overlapping the data sent (Kafka's collectAbortedTransactions).
                 has_data = read is not None and read.size
-                result.aborted_transactions = plog.aborted_transactions(p.fetch_offset, lso) if has_data else []
+                result.aborted_transactions = plog.aborted_transactions(offset, lso) if has_data else []
             add(result)
             if read is not None and read.size:
                 note_read((plog, read.size))
@@ -178,23 +176,20 @@ def _error_code(exc: Exception, topic: str, partition: int, offset: int, stats: 
     return ErrorCode.unknown_server_error
 
 
-class _Partition(NamedTuple):
-    partition: int
-    fetch_offset: int
-    partition_max_bytes: int
-
-
 @dataclass(slots=True)
 class _Topic:
+    """A topic of the request: its name (v4-v12) or id (v13+), and its partitions as (partition, fetch_offset,
+    partition_max_bytes) tuples, as wire.fetch_request reads them (no object per partition)."""
+
     topic: str
     topic_id: uuid.UUID | None
-    partitions: list[_Partition]
+    partitions: list[tuple[int, int, int]]
 
 
 @dataclass(slots=True)
 class _Request:
-    """A request wire.fetch_request read, in the shape of kio's FetchRequest that _serve and the fetch
-    sessions read (so it is never decoded a second time)."""
+    """The request _serve and the fetch sessions read: as wire.fetch_request read it (never decoded a second
+    time), or as kio did when it is not of the common shape."""
 
     replica_id: int
     max_wait: datetime.timedelta
@@ -204,15 +199,33 @@ class _Request:
     session_id: int
     session_epoch: int
     topics: list[_Topic]
-    forgotten_topics_data: tuple = ()
+    forgotten_topics_data: Any = ()  # kio's entries (only requests kio reads have any)
 
 
 def _as_request(ctx: RequestContext, fast: FastFetchRequest) -> _Request:
     by_id = ctx.version >= 13
-    topics = [_Topic("", _topic_id(t.key), [*map(_Partition._make, t.partitions)]) if by_id else
-              _Topic(t.key, None, [*map(_Partition._make, t.partitions)]) for t in fast.topics]
+    topics = [_Topic("", _topic_id(t.key), t.partitions) if by_id else _Topic(t.key, None, t.partitions)
+              for t in fast.topics]
     return _Request(_replica_id(ctx), datetime.timedelta(milliseconds=fast.max_wait_ms), fast.min_bytes,
                     fast.max_bytes, fast.isolation_level, fast.session_id, fast.session_epoch, topics)
+
+
+def _from_kio(request: Any) -> _Request:
+    """A request kio read (one not of the common shape), in the same form."""
+    topics = [_Topic(getattr(t, "topic", ""), getattr(t, "topic_id", None),
+                     [(p.partition, p.fetch_offset, p.partition_max_bytes) for p in t.partitions])
+              for t in request.topics]
+    return _Request(fetch_replica_id(request), request.max_wait, request.min_bytes, request.max_bytes,
+                    request.isolation_level, getattr(request, "session_id", 0), getattr(request, "session_epoch", -1),
+                    topics, getattr(request, "forgotten_topics_data", ()))
+
+
+def _partitions(topic: Any) -> list[tuple[int, int, int]]:
+    """(partition, fetch_offset, partition_max_bytes) of a request topic, or of a session topic's cached
+    partitions (made when a pass reads them: the quiet check does not)."""
+    if isinstance(topic, _Topic):
+        return topic.partitions
+    return [(c.partition, c.fetch_offset, c.partition_max_bytes) for c in topic.partitions]
 
 
 def _topic_id(key: bytes) -> uuid.UUID | None:
@@ -313,6 +326,8 @@ async def _serve(ctx: RequestContext, request: Any, deadline: float | None, deni
     An incremental session with nothing new anywhere is answered without reading (``quiet_check``: the tests
     turn it off to compare with the full pass)."""
     broker = ctx.broker
+    if not isinstance(request, _Request):
+        request = _from_kio(request)
     session = broker.fetch_sessions.context(ctx.version, request)
     if session.error:
         return encode_fetch_response(ctx.version, ctx.header.correlation_id, [], error_code=session.error)
@@ -353,7 +368,7 @@ def _wake_keys(request: Any, names: list[str | None]) -> dict[str, set[int]]:
     keys: dict[str, set[int]] = {}
     for t, n in zip(request.topics, names, strict=True):
         if n and not isinstance(n, _Denied) and t.partitions:
-            keys.setdefault(n, set()).update(p.partition for p in t.partitions)
+            keys.setdefault(n, set()).update(index for index, _, _ in _partitions(t))
     return keys
 
 
