@@ -73,7 +73,10 @@ async def dispatch(broker: Broker, conn: Connection, frame: memoryview | bytearr
     try:
         if conn.realm.authorizer is not None and header.api_key in _CHECKED:
             return await _serve_checked(ctx, api, request)
-        return _framed(header, await api.handle(ctx, request))
+        result = await api.handle(ctx, request)
+        if result is None or isinstance(result, list):  # Fetch's chunks, acks=0 Produce's nothing
+            return result
+        return [encode_response(header.api_key, header.api_version, header.correlation_id, result)]
     except MalformedRequest:
         raise
     except Exception as exc:  # a bug: the connection logs it with its traceback; name the request in it
@@ -92,13 +95,6 @@ async def _serve_checked(ctx: RequestContext, api: Api, request: Any) -> list[Ch
     if result is None or isinstance(result, list):
         return result
     return [encode_response(header.api_key, header.api_version, header.correlation_id, decision.finish(result))]
-
-
-def _framed(header: RequestHeader, result: Any) -> list[Chunk] | None:
-    """A handler's answer as frames: a kio response encoded, chunks and None as they are."""
-    if result is None or isinstance(result, list):
-        return result
-    return [encode_response(header.api_key, header.api_version, header.correlation_id, result)]
 
 
 def _unsupported_version(api: Api, header: RequestHeader) -> list[Chunk]:

@@ -106,44 +106,51 @@ def _check_transactional(ctx: RequestContext, transactional_id: str | None, id_d
 
 def _denials(ctx: RequestContext, request: ProduceRequest) -> ProduceDenials | None:
     """KafkaApis.handleProduceRequest's ACL checks (request_acls, by name); None without an authorizer."""
-    if ctx.authorizer is None:
+    if ctx.connection.realm.authorizer is None:
         return None
     return produce_denials(ctx.acl, request.transactional_id, (t.name or "" for t in request.topics))
 
 
-async def _append(ctx: RequestContext, request: ProduceRequest, id_denied: bool, topic: str, part: ProducePartition,
-                  now: int, failures: list) -> ProducePartitionResult:
-    """One partition's batch checked and appended; its result (a failure is also noted in ``failures``)."""
+async def _append_topic(ctx: RequestContext, request: ProduceRequest, id_denied: bool, topic: str,
+                        partitions: list[ProducePartition], now: int, failures: list) -> list[ProducePartitionResult]:
+    """Each partition's batch checked and appended: their results (the failures also noted in ``failures``)."""
     broker = ctx.broker
-    try:
-        _check_one_v2_batch(part.records, ctx.version)
-        _check_transactional(ctx, request.transactional_id, id_denied, topic, part.index, part.records)
-        plog = broker.partition(topic, part.index)
-        plog.counters.produce_requests += 1
-        result = plog.append(part.records, now_ms=now)
-        if result.flush_needed:
-            # flush.messages reached: Kafka flushes before acknowledging; fsync runs off the event loop.
-            # A failed fsync takes the log offline and answers KAFKA_STORAGE_ERROR (KafkaStorageError).
-            # Responses held for pipelined requests (server/connection.py) go out first: they need no fsync.
-            await ctx.connection.send_held()
-            await trio.to_thread.run_sync(plog.flush)
-    except UnknownTopicOrPartition as exc:
-        failures.append((topic, part.index, exc))
-        return ProducePartitionResult(part.index, exc.error_code)
-    except RecordErrors as exc:
-        failures.append((topic, part.index, exc))
-        return await _record_errors(ctx, part.index, exc)
-    except KafkaError as exc:
-        failures.append((topic, part.index, exc))
-        _count_failure(broker.stats, exc)
-        return ProducePartitionResult(part.index, exc.error_code, error_message=str(exc))
-    if not result.duplicate:
-        # Kafka's BytesInPerSec / MessagesInPerSec: what was appended (ReplicaManager.appendToLocalLog).
-        plog.counters.bytes_in += len(part.records)
-        plog.counters.messages_in += result.last_offset - result.base_offset + 1
-        broker.notify_append(topic, part.index)
-    return ProducePartitionResult(part.index, ErrorCode.none, result.base_offset, result.log_append_time_ms,
-                                  result.log_start_offset)
+    version = ctx.header.api_version
+    out = []
+    for part in partitions:
+        try:
+            _check_one_v2_batch(part.records, version)
+            _check_transactional(ctx, request.transactional_id, id_denied, topic, part.index, part.records)
+            plog = broker.partition(topic, part.index)
+            plog.counters.produce_requests += 1
+            result = plog.append(part.records, now_ms=now)
+            if result.flush_needed:
+                # flush.messages reached: Kafka flushes before acknowledging; fsync runs off the event loop.
+                # A failed fsync takes the log offline and answers KAFKA_STORAGE_ERROR (KafkaStorageError).
+                # Responses held for pipelined requests (server/connection.py) go out first: they need no fsync.
+                await ctx.connection.send_held()
+                await trio.to_thread.run_sync(plog.flush)
+        except UnknownTopicOrPartition as exc:
+            failures.append((topic, part.index, exc))
+            out.append(ProducePartitionResult(part.index, exc.error_code))
+            continue
+        except RecordErrors as exc:
+            failures.append((topic, part.index, exc))
+            out.append(await _record_errors(ctx, part.index, exc))
+            continue
+        except KafkaError as exc:
+            failures.append((topic, part.index, exc))
+            _count_failure(broker.stats, exc)
+            out.append(ProducePartitionResult(part.index, exc.error_code, error_message=str(exc)))
+            continue
+        if not result.duplicate:
+            # Kafka's BytesInPerSec / MessagesInPerSec: what was appended (ReplicaManager.appendToLocalLog).
+            plog.counters.bytes_in += len(part.records)
+            plog.counters.messages_in += result.last_offset - result.base_offset + 1
+            broker.notify_append(topic, part.index)
+        out.append(ProducePartitionResult(part.index, ErrorCode.none, result.base_offset, result.log_append_time_ms,
+                                          result.log_start_offset))
+    return out
 
 
 async def _record_errors(ctx: RequestContext, index: int, exc: RecordErrors) -> ProducePartitionResult:
@@ -155,9 +162,16 @@ async def _record_errors(ctx: RequestContext, index: int, exc: RecordErrors) -> 
     return ProducePartitionResult(index, exc.error_code, error_message=exc.message_with(named), record_errors=named)
 
 
+def _refused(name: str, partitions: list[ProducePartition], failures: list) -> list[ProducePartitionResult]:
+    """A topic without TOPIC WRITE: each partition TOPIC_AUTHORIZATION_FAILED (a failure for acks=0 too)."""
+    exc = KafkaError(f"Not authorized to access topics: [{name}]", ErrorCode.topic_authorization_failed)
+    failures += [(name, part.index, exc) for part in partitions]
+    return [ProducePartitionResult(part.index, exc.error_code) for part in partitions]
+
+
 async def handle(ctx: RequestContext, request: None) -> list[bytes] | None:
     """Decode the request (records stay views of the frame), append each partition's batch, answer."""
-    version = ctx.version
+    version = ctx.header.api_version
     produce = decode_produce_request(ctx.frame, ctx.body_pos, version)
     acks = produce.acks
     denials = _denials(ctx, produce)
@@ -167,16 +181,13 @@ async def handle(ctx: RequestContext, request: None) -> list[bytes] | None:
     now = now_ms()
     for topic in produce.topics:
         name = topic.name or ""
-        if denials is not None and name in denials.topics:  # TOPIC WRITE denied: its partitions are refused
-            exc = KafkaError(f"Not authorized to access topics: [{name}]", ErrorCode.topic_authorization_failed)
-            failures += [(name, part.index, exc) for part in topic.partitions]
-            topics_out.append((name, [ProducePartitionResult(part.index, exc.error_code) for part in topic.partitions]))
+        if denials is not None and name in denials.topics:
+            results = _refused(name, topic.partitions, failures)
         elif acks not in (0, 1, -1):
-            topics_out.append((name, [ProducePartitionResult(part.index, ErrorCode.invalid_required_acks)
-                                      for part in topic.partitions]))
+            results = [ProducePartitionResult(part.index, ErrorCode.invalid_required_acks) for part in topic.partitions]
         else:
-            topics_out.append((name, [await _append(ctx, produce, id_denied, name, part, now, failures)
-                                      for part in topic.partitions]))
+            results = await _append_topic(ctx, produce, id_denied, name, topic.partitions, now, failures)
+        topics_out.append((name, results))
     if acks == 0:
         if failures:
             name, index, exc = failures[0]
