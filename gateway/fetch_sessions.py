@@ -53,8 +53,9 @@ class CachedPartition:
 
 @dataclass(slots=True)
 class SessionTopic:
-    """A topic of the session shaped like a request topic, so the fetch handler reads it unchanged; with the set
-    of its partition indexes, which a long poll of the session waits on (gateway/fetch_waiters.py)."""
+    """A topic of the session in the place of a request topic: its cached partitions, which the fetch handler
+    reads (partition, fetch_offset, partition_max_bytes) from and whose watermarks it compares; with the set of
+    their indexes, which a long poll of the session waits on (gateway/fetch_waiters.py)."""
 
     topic: str
     topic_id: Any
@@ -111,7 +112,7 @@ class SessionContext:
                 if isinstance(topic, SessionTopic):
                     watched.append((name, topic.indexes))
                 else:
-                    watched.append((name, (p.partition for p in topic.partitions)))
+                    watched.append((name, (_fields(p)[0] for p in topic.partitions)))
         return watched
 
     def response_topics(self, topics: list[FetchTopicResult]) -> list[FetchTopicResult]:
@@ -159,6 +160,14 @@ def _has_records(result: FetchPartitionResult) -> bool:
     return records is not None and bool(records.size if isinstance(records, FileSlice) else len(records))
 
 
+def _fields(partition: Any) -> tuple[int, int, int]:
+    """(partition, fetch_offset, partition_max_bytes) of a request partition: the fetch handler's tuple, or an
+    object with those fields."""
+    if isinstance(partition, tuple):
+        return partition
+    return partition.partition, partition.fetch_offset, partition.partition_max_bytes
+
+
 def _next_epoch(epoch: int) -> int:
     return 1 if epoch == 2**31 - 1 else epoch + 1
 
@@ -174,7 +183,8 @@ class FetchSessionCache:
 
     def context(self, version: int, request: Any, owner: Owner) -> SessionContext:
         """Kafka's FetchManager.newContext for ``owner``'s request: sessionless, a new full session, an incremental
-        one, or an error. Another owner's sessions are not there for it."""
+        one, or an error. Another owner's sessions are not there for it. ``request``'s topics hold partitions as
+        the fetch handler reads them (see _fields)."""
         if version < 7:
             return SessionContext(request)
         session_id, epoch = request.session_id, request.session_epoch
@@ -207,8 +217,8 @@ class FetchSessionCache:
         partitions = {}
         for topic in request.topics:
             key = topic.topic_id if uses_ids else topic.topic
-            for p in topic.partitions:
-                partitions[(key, p.partition)] = CachedPartition(p.partition, p.fetch_offset, p.partition_max_bytes)
+            for index, offset, max_bytes in map(_fields, topic.partitions):
+                partitions[(key, index)] = CachedPartition(index, offset, max_bytes)
         if len(partitions) > MAX_SESSION_PARTITIONS or not self._make_room(len(partitions)):
             return SessionContext(request)
         session = FetchSession(self._new_id(), uses_ids, owner, last_used=self.clock(), partitions=partitions)
@@ -222,15 +232,14 @@ class FetchSessionCache:
         moved = False
         for topic in request.topics:
             key = topic.topic_id if uses_ids else topic.topic
-            for p in topic.partitions:
-                cached = session.partitions.get((key, p.partition))
+            for index, offset, max_bytes in map(_fields, topic.partitions):
+                cached = session.partitions.get((key, index))
                 if cached is None:
-                    session.partitions[(key, p.partition)] = CachedPartition(
-                        p.partition, p.fetch_offset, p.partition_max_bytes)
+                    session.partitions[(key, index)] = CachedPartition(index, offset, max_bytes)
                     moved = True
                 else:
-                    cached.fetch_offset = p.fetch_offset
-                    cached.partition_max_bytes = p.partition_max_bytes
+                    cached.fetch_offset = offset
+                    cached.partition_max_bytes = max_bytes
         for forgotten in request.forgotten_topics_data:
             key = forgotten.topic_id if uses_ids else forgotten.topic
             for partition in forgotten.partitions:

@@ -11,10 +11,17 @@ RESOURCE_NOT_FOUND; a user with any error is left unchanged. Valid changes are w
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from logway.server.security.scram import MAX_ITERATIONS, MECHANISM_IDS, MIN_ITERATIONS, credential_from_salted_password
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.alter_user_scram_credentials.v0.request import AlterUserScramCredentialsRequest
+    from kio.schema.alter_user_scram_credentials.v0.response import AlterUserScramCredentialsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 51
 MIN_VERSION = 0
@@ -33,7 +40,7 @@ def _invalid(name: str, mechanism: int, iterations: int | None) -> tuple[ErrorCo
     return None
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> AlterUserScramCredentialsResponse:
     store = ctx.realm.credentials
     errors: dict[str, tuple[ErrorCode, str]] = {}
     changes = [(u.name, u.mechanism, u) for u in request.upsertions] + [(d.name, d.mechanism, None) for d in request.deletions]

@@ -9,10 +9,17 @@ salts or keys. Needs DESCRIBE on the cluster when an authorizer is configured (C
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from logway.server.security.scram import MECHANISM_IDS
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.describe_user_scram_credentials.v0.request import DescribeUserScramCredentialsRequest
+    from kio.schema.describe_user_scram_credentials.v0.response import DescribeUserScramCredentialsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 50
 MIN_VERSION = 0
@@ -26,7 +33,8 @@ def _described(user: str, mechanisms: dict) -> dict:
     return {"user": user, "error_code": ErrorCode.none, "error_message": None, "credential_infos": infos}
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext,
+                 request: DescribeUserScramCredentialsRequest) -> DescribeUserScramCredentialsResponse:
     users = ctx.realm.credentials.users()
     names = [u.name for u in request.users or ()]
     if not names:

@@ -10,17 +10,25 @@ versions get INVALID_PRODUCER_EPOCH instead, KIP-588); v5: no change for us.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.gateway.broker import now_ms
 from logway.gateway.transactions import fenced_for_version
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
+    from kio.schema.init_producer_id.v5.response import InitProducerIdResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 22
 MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-async def _transactional(ctx, request) -> dict:
+async def _transactional(ctx: RequestContext, request) -> dict:
     tid = request.transactional_id
     service = ctx.broker.transactions
     await service.ensure_topic()
@@ -33,7 +41,7 @@ async def _transactional(ctx, request) -> dict:
             "producer_epoch": result.producer_epoch}
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     if request.transactional_id is not None:
         body = await _transactional(ctx, request)
     else:

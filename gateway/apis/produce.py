@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import struct
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -27,7 +28,7 @@ from logway.gateway.broker import now_ms
 from logway.gateway.group_commit import Flush
 from logway.gateway.metrics.stats import BrokerStats
 from logway.server.connection import Deferred
-from logway.server.security.authorizer import Operation, ResourceType
+from logway.server.security.request_acls import ProduceDenials, produce_denials
 from logway.storage.errors import RecordErrors, UnknownTopicOrPartition
 from logway.wire.batch import (
     ATTRIBUTES_POS,
@@ -39,8 +40,17 @@ from logway.wire.batch import (
     parse_header,
 )
 from logway.wire.errors import ErrorCode, KafkaError
-from logway.wire.produce import ProducePartitionResult, decode_produce_request, encode_produce_response
+from logway.wire.produce import (
+    ProducePartition,
+    ProducePartitionResult,
+    ProduceRequest,
+    decode_produce_request,
+    encode_produce_response,
+)
 from logway.wire.protocol import MalformedRequest
+
+if TYPE_CHECKING:
+    from logway.gateway.context import RequestContext
 
 log = logging.getLogger(__name__)
 
@@ -81,18 +91,107 @@ def _count_failure(stats: BrokerStats, exc: KafkaError) -> None:
         stats.storage_errors["append"] += 1
 
 
-def _check_transactional(ctx, transactional_id: str | None, topic: str, index: int, records: memoryview) -> None:
-    """A transactional batch: its transactional id authorized and the partition in its ongoing transaction."""
+def _check_transactional(ctx: RequestContext, transactional_id: str | None, id_denied: bool, topic: str, index: int,
+                         records: memoryview) -> None:
+    """A transactional batch: the request's transactional id present and authorized, the partition in its ongoing
+    transaction."""
     if not records[ATTRIBUTES_POS + 1] & TRANSACTIONAL_MASK:  # one byte read on the hot path
         return
     header = parse_header(records)
-    if transactional_id is None or not ctx.authorized(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+    if transactional_id is None or id_denied:
         raise KafkaError("Transactional records need an authorized transactional id",
                          ErrorCode.transactional_id_authorization_failed)
     error = ctx.broker.transactions.coordinator.verify_partition(
         transactional_id, header.producer_id, header.producer_epoch, (topic, index))
     if error != ErrorCode.none:
         raise KafkaError(f"Partition {topic}-{index} is not in an ongoing transaction of {transactional_id}", error)
+
+
+def _denials(ctx: RequestContext, request: ProduceRequest) -> ProduceDenials | None:
+    """KafkaApis.handleProduceRequest's ACL checks (request_acls, by name); None without an authorizer."""
+    if ctx.connection.realm.authorizer is None:
+        return None
+    return produce_denials(ctx.acl, request.transactional_id, (t.name or "" for t in request.topics))
+
+
+async def _append_topic(ctx: RequestContext, request: ProduceRequest, id_denied: bool, topic: str,
+                        partitions: list[ProducePartition], now: int, failures: list,
+                        durable: list) -> list[ProducePartitionResult]:
+    """Each partition's batch checked and appended: their results (the failures also noted in ``failures``, the
+    appends to fsync before answering in ``durable``: the log, this topic's results, the index of its result)."""
+    broker = ctx.broker
+    version = ctx.header.api_version
+    out = []
+    for part in partitions:
+        try:
+            _check_one_v2_batch(part.records, version)
+            _check_transactional(ctx, request.transactional_id, id_denied, topic, part.index, part.records)
+            plog = broker.partition(topic, part.index)
+            plog.counters.produce_requests += 1
+            result = plog.append(part.records, now_ms=now, acks_all=request.acks == -1)
+        except UnknownTopicOrPartition as exc:
+            failures.append((topic, part.index, exc))
+            out.append(ProducePartitionResult(part.index, exc.error_code))
+            continue
+        except RecordErrors as exc:
+            failures.append((topic, part.index, exc))
+            out.append(await _record_errors(ctx, part.index, exc))
+            continue
+        except KafkaError as exc:
+            failures.append((topic, part.index, exc))
+            _count_failure(broker.stats, exc)
+            out.append(ProducePartitionResult(part.index, exc.error_code, error_message=str(exc)))
+            continue
+        if not result.duplicate:
+            # Kafka's BytesInPerSec / MessagesInPerSec: what was appended (ReplicaManager.appendToLocalLog).
+            plog.counters.bytes_in += len(part.records)
+            plog.counters.messages_in += result.last_offset - result.base_offset + 1
+        out.append(ProducePartitionResult(part.index, ErrorCode.none, result.base_offset, result.log_append_time_ms,
+                                          result.log_start_offset))
+        if result.flush_needed:  # fsynced before the answer; the group commit then wakes the fetches
+            durable.append((plog, out, len(out) - 1))
+        elif not result.duplicate:
+            broker.notify_append(topic, part.index)
+    return out
+
+
+async def _record_errors(ctx: RequestContext, index: int, exc: RecordErrors) -> ProducePartitionResult:
+    """A refused batch's result; v8+ names the offending records, off the event loop (it reads every record)."""
+    named = ()
+    if ctx.version >= 8:
+        await ctx.connection.send_held()
+        named = await trio.to_thread.run_sync(exc.name_records)
+    return ProducePartitionResult(index, exc.error_code, error_message=exc.message_with(named), record_errors=named)
+
+
+def _refused(name: str, partitions: list[ProducePartition], failures: list) -> list[ProducePartitionResult]:
+    """A topic without TOPIC WRITE: each partition TOPIC_AUTHORIZATION_FAILED (a failure for acks=0 too)."""
+    exc = KafkaError(f"Not authorized to access topics: [{name}]", ErrorCode.topic_authorization_failed)
+    failures += [(name, part.index, exc) for part in partitions]
+    return [ProducePartitionResult(part.index, exc.error_code) for part in partitions]
+
+
+async def handle(ctx: RequestContext, request: None) -> list[bytes] | None:
+    """Decode the request (records stay views of the frame), append each partition's batch, answer."""
+    version = ctx.header.api_version
+    produce = decode_produce_request(ctx.frame, ctx.body_pos, version)
+    acks = produce.acks
+    denials = _denials(ctx, produce)
+    id_denied = denials is not None and denials.transactional_id
+    topics_out = []
+    failures: list[tuple[str, int, Exception]] = []
+    durable: list = []  # appends to fsync before answering (see _append_topic)
+    now = now_ms()
+    for topic in produce.topics:
+        name = topic.name or ""
+        if denials is not None and name in denials.topics:
+            results = _refused(name, topic.partitions, failures)
+        elif acks not in (0, 1, -1):
+            results = [ProducePartitionResult(part.index, ErrorCode.invalid_required_acks) for part in topic.partitions]
+        else:
+            results = await _append_topic(ctx, produce, id_denied, name, topic.partitions, now, failures, durable)
+        topics_out.append((name, results))
+    return await _respond(ctx, acks, topics_out, failures, durable)
 
 
 async def _flush(broker, durable: list, failures: list, flush: Flush | None = None) -> None:
@@ -121,72 +220,7 @@ def _answer_when_flushed(broker, durable: list, version: int, correlation_id: in
     return Deferred(result, lambda: flush.done)
 
 
-async def handle(ctx, _request):
-    version = ctx.header.api_version
-    request = decode_produce_request(ctx.frame, ctx.body_pos, version)
-    broker = ctx.broker
-    acks = request.acks
-    topics_out = []
-    failures = []
-    durable = []  # appends to fsync before answering: (log, its topic's results, the index of its result there)
-    now = now_ms()
-    # KafkaApis.handleProduceRequest: TOPIC WRITE per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
-    denied = None
-    if ctx.realm.authorizer is not None:
-        denied = ctx.denied_topics(Operation.WRITE, (t.name or "" for t in request.topics))
-    for topic in request.topics:
-        name = topic.name or ""
-        partitions_out = []
-        for part in topic.partitions:
-            if denied and name in denied:
-                exc = KafkaError(f"Not authorized to access topics: [{name}]", ErrorCode.topic_authorization_failed)
-                partitions_out.append(ProducePartitionResult(part.index, exc.error_code))
-                failures.append((name, part.index, exc))
-                continue
-            if acks not in (0, 1, -1):
-                partitions_out.append(ProducePartitionResult(part.index, ErrorCode.invalid_required_acks))
-                continue
-            try:
-                _check_one_v2_batch(part.records, version)
-                _check_transactional(ctx, request.transactional_id, name, part.index, part.records)
-                plog = broker.partition(name, part.index)
-                plog.counters.produce_requests += 1
-                result = plog.append(part.records, now_ms=now, acks_all=acks == -1)
-            except UnknownTopicOrPartition as exc:
-                partitions_out.append(ProducePartitionResult(part.index, exc.error_code))
-                failures.append((name, part.index, exc))
-                continue
-            except RecordErrors as exc:
-                # v8+: name the offending records, off the event loop (it reads every record of the batch).
-                named = ()
-                if version >= 8:
-                    await ctx.connection.send_held()
-                    named = await trio.to_thread.run_sync(exc.name_records)
-                partitions_out.append(ProducePartitionResult(part.index, exc.error_code,
-                                                             error_message=exc.message_with(named), record_errors=named))
-                failures.append((name, part.index, exc))
-                continue
-            except KafkaError as exc:
-                partitions_out.append(ProducePartitionResult(part.index, exc.error_code, error_message=str(exc)))
-                failures.append((name, part.index, exc))
-                _count_failure(broker.stats, exc)
-                continue
-            if not result.duplicate:
-                # Kafka's BytesInPerSec / MessagesInPerSec: what was appended (ReplicaManager.appendToLocalLog).
-                plog.counters.bytes_in += len(part.records)
-                plog.counters.messages_in += result.last_offset - result.base_offset + 1
-            partitions_out.append(ProducePartitionResult(
-                part.index, ErrorCode.none, result.base_offset, result.log_append_time_ms, result.log_start_offset,
-            ))
-            if result.flush_needed:  # fsynced before the answer; the group commit then wakes the fetches
-                durable.append((plog, partitions_out, len(partitions_out) - 1))
-            elif not result.duplicate:
-                broker.notify_append(name, part.index)
-        topics_out.append((name, partitions_out))
-    return await _respond(ctx, acks, topics_out, failures, durable)
-
-
-async def _respond(ctx, acks: int, topics_out: list, failures: list, durable: list) -> list | None:
+async def _respond(ctx: RequestContext, acks: int, topics_out: list, failures: list, durable: list) -> list | None:
     """The answer: once the appends that must be are fsynced (``durable``), none with acks=0, where a failed
     append closes the connection instead: how Kafka tells an acks=0 producer that something went wrong."""
     version, correlation_id = ctx.header.api_version, ctx.header.correlation_id

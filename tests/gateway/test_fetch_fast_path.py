@@ -14,7 +14,7 @@ from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from logway.gateway.apis import fetch
-from logway.gateway.dispatch import RequestContext
+from logway.gateway.context import RequestContext
 from logway.wire.protocol import RequestHeader, build, decode_body, encode_body, request_type
 
 TOPICS = {"wide-a": 12, "wide-b": 5}
