@@ -5,7 +5,9 @@ each beside the upstream broker it fronts, in alternated rounds (the order rotat
 - Tansu broker (memory engine): direct, through `tansu proxy`, and through `logway proxy` (same Tansu process),
   so the two proxies are compared on the same upstream.
 
-    python -m bench.proxy [--rounds N] [--count N] [--size BYTES] [--upstreams logway,tansu] [--latest]
+    python -m bench.proxy [--rounds N] [--count N] [--size BYTES] [--upstreams logway,tansu] [--metrics] [--latest]
+
+``--metrics`` adds `logway proxy` with metrics.port set (its per-client metrics served) in front of the same Logway.
 
 `make bench` runs it after bench.tls; `--latest` replaces the "## Proxy" section of bench/LATEST.md with the
 table. A proxy's CPU is read like a broker's (LoadRun.broker_cpu_s is the proxy process's alone).
@@ -31,7 +33,7 @@ from bench.admin import create_topic, wait_high_watermark
 from bench.driver import run_load
 from bench.latest import LATEST, write_section
 from bench.peer import TANSU_VERSION, tansu_binary
-from bench.procs import Broker, Logway, Tansu, free_port_block, scratch_dir
+from bench.procs import Broker, Logway, Tansu, free_port, free_port_block, scratch_dir
 from bench.profile import py_spy, summarize
 from bench.report import git_revision, machine
 
@@ -43,6 +45,7 @@ METRICS = (("produce_mb_s", "produce MB/s"), ("consume_mb_s", "consume MB/s"),
 
 # The node id each upstream kind reports (Logway's node.id default; Tansu's fixed id).
 NODE_IDS = {"logway": 1, "tansu": 111, "kafka": 1}
+METERED = "logway proxy +metrics -> Logway"
 
 
 class LogwayProxy(Broker):
@@ -51,18 +54,20 @@ class LogwayProxy(Broker):
 
     name = "logway-proxy"
 
-    def __init__(self, workdir: Path, upstream: Broker) -> None:
+    def __init__(self, workdir: Path, upstream: Broker, metrics: bool = False) -> None:
         super().__init__(workdir)
         self.upstream = upstream
         self.node_id = NODE_IDS.get(upstream.name, 1)
         self.port = free_port_block(2)
+        self.metrics_port = free_port() if metrics else None  # per-client metrics served (metrics.port)
 
     def command(self) -> list[str]:
+        metrics = ["--override", f"metrics.port={self.metrics_port}"] if self.metrics_port else []
         return [sys.executable, "-m", "logway.cli", "proxy", "--upstream-bootstrap-servers",
                 self.upstream.bootstrap, "--listeners", f"PLAINTEXT://127.0.0.1:{self.port}",
                 "--override", f"log.dirs={self.workdir / 'state'}",
                 "--override", f"proxy.node.id.range={self.node_id}-{self.node_id}",
-                "--override", f"proxy.broker.port.offset={1 - self.node_id}", "--log-level", "WARNING"]
+                "--override", f"proxy.broker.port.offset={1 - self.node_id}", *metrics, "--log-level", "WARNING"]
 
 
 class TansuProxy(Broker):
@@ -191,7 +196,8 @@ def markdown(results: dict[str, list[dict]], args: argparse.Namespace, load: tup
     for label, rows in results.items():
         lines.append(f"| {label} | " + " | ".join(spread([r[k] for r in rows]) for k, _ in METRICS) + " |")
     lines += ["", "| comparison | produce | consume | p50 added ms | p99 added ms |", "|---|---|---|---|---|"]
-    pairs = [("logway proxy -> Logway", "Logway direct"), ("logway proxy -> Tansu", "Tansu direct"),
+    pairs = [("logway proxy -> Logway", "Logway direct"), (METERED, "Logway direct"),
+             (METERED, "logway proxy -> Logway"), ("logway proxy -> Tansu", "Tansu direct"),
              ("tansu proxy -> Tansu", "Tansu direct"), ("logway proxy -> Tansu", "tansu proxy -> Tansu")]
     for num, den in pairs:
         if num not in results or den not in results:
@@ -225,9 +231,11 @@ def markdown(results: dict[str, list[dict]], args: argparse.Namespace, load: tup
     return "\n".join(lines)
 
 
-def start_targets(upstreams: list[str], stack: list[Broker], pin: int | None = None) -> list[Target]:
-    """Start each upstream and the proxies in front of it; every process started is appended to ``stack`` (and
-    kept on CPU ``pin`` if given)."""
+def start_targets(upstreams: list[str], stack: list[Broker], pin: int | None = None,
+                  metrics: bool = False) -> list[Target]:
+    """Start each upstream and the proxies in front of it (with ``metrics``, also a `logway proxy` serving its
+    per-client metrics in front of Logway); every process started is appended to ``stack`` (and kept on CPU
+    ``pin`` if given)."""
     targets = []
 
     def started(broker: Broker) -> Broker:
@@ -243,6 +251,8 @@ def start_targets(upstreams: list[str], stack: list[Broker], pin: int | None = N
         lw = started(Logway(scratch_dir("proxy-upstream")))
         targets += [Target("Logway direct", lw, lw),
                     Target("logway proxy -> Logway", started(LogwayProxy(scratch_dir("proxy"), lw)), lw)]
+        if metrics:
+            targets.append(Target(METERED, started(LogwayProxy(scratch_dir("proxy-m"), lw, metrics=True)), lw))
     if "tansu" in upstreams:
         binary = tansu_binary()
         tansu = started(Tansu(scratch_dir("proxy-tansu"), binary))
@@ -268,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pin", action="store_true",
                         help="brokers and proxies on the last CPU, the load generators on the others (how much of a "
                              "proxy's cost comes out of the clients' CPU on a small machine)")
+    parser.add_argument("--metrics", action="store_true",
+                        help="also `logway proxy` with metrics.port set (per-client metrics) in front of Logway")
     parser.add_argument("--profile", action="store_true",
                         help="then one more round through logway proxy -> Logway under py-spy (pip install py-spy)")
     args = parser.parse_args(argv)
@@ -285,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit("--pin needs at least 2 CPUs")
             pin = cpus[-1]
             os.sched_setaffinity(0, cpus[:-1])  # the load generators are children of this process
-        targets = start_targets(upstreams, stack, pin)
+        targets = start_targets(upstreams, stack, pin, args.metrics and "logway" in upstreams)
         results: dict[str, list[dict[str, float]]] = {t.label: [] for t in targets}
         for n in range(args.rounds):
             for target in targets[n % len(targets):] + targets[:n % len(targets)]:
