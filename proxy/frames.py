@@ -39,6 +39,27 @@ _I32 = struct.Struct(">i")
 SIZE = _I32
 
 
+class Received:
+    """Bytes received from a peer and not yet taken: a frame is read, or a streamed frame's fields, from here."""
+
+    _buf: bytearray
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet taken."""
+        return len(self._buf)
+
+    def head(self, n: int) -> memoryview:
+        """A view of the first ``n`` buffered bytes (at most): release it before the next take or receive."""
+        return memoryview(self._buf)[:n]
+
+    def take(self, n: int) -> bytes:
+        """The first ``n`` buffered bytes, removed from the buffer."""
+        out = bytes(self._buf[:n])
+        del self._buf[:n]
+        return out
+
+
 def read_request_header(frame: memoryview | bytes) -> tuple[RequestHeader, int]:
     """The request header and where the body starts (after a v2 header's tagged fields)."""
     header, pos = decode_request_header(frame)

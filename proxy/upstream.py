@@ -18,7 +18,8 @@ import trio
 
 from logway.proxy.api_versions import API_VERSIONS, Ranges, parse_ranges
 from logway.proxy.config import UpstreamSecurity
-from logway.proxy.frames import decode_response, encode_request, response_correlation_id
+from logway.proxy.frames import Received, decode_response, encode_request, response_correlation_id
+from logway.proxy.splice import IOV_MAX, drop_sent
 from logway.server.security.scram import ScramClient, ScramError
 from logway.wire.errors import MalformedRequest
 from logway.wire.protocol import RequestHeader, build, request_type
@@ -36,15 +37,11 @@ async def send_parts(sock: socket.socket, parts: list) -> None:
     views = [memoryview(p).cast("B") for p in parts]
     while views:
         try:
-            sent = sock.sendmsg(views)
+            sent = sock.sendmsg(views[:IOV_MAX])
         except BlockingIOError:
             await trio.lowlevel.wait_writable(sock)
             continue
-        while sent:
-            if sent >= len(views[0]):
-                sent -= len(views.pop(0))
-            else:
-                views[0], sent = views[0][sent:], 0
+        drop_sent(views, sent)
     await trio.lowlevel.checkpoint_if_cancelled()
 
 
@@ -64,7 +61,7 @@ class UpstreamAuthenticationError(UpstreamError):
     """The upstream refused the proxy's own credentials (proxy.upstream.sasl.*): a configuration error."""
 
 
-class Upstream:
+class Upstream(Received):
     """A connected, authenticated upstream connection and the API ranges its broker answered."""
 
     def __init__(self, stream: trio.abc.Stream | socket.socket, address: tuple[str, int],
@@ -176,13 +173,13 @@ class Upstream:
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise UpstreamError(f"{self}: send failed: {exc}") from None
 
-    async def send_raw(self, data: bytes | memoryview) -> None:
-        """Send bytes as they are (the head of a frame whose rest is spliced to ``socket``)."""
+    async def send_parts(self, parts: list[bytes]) -> None:
+        """Send bytes as they are (fields of a frame whose record data is spliced to ``socket``)."""
         try:
             if self.sock is not None:
-                await send_parts(self.sock, [data])
+                await send_parts(self.sock, parts)
             else:
-                await self.stream.send_all(data)
+                await self.stream.send_all(b"".join(parts))
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise UpstreamError(f"{self}: send failed: {exc}") from None
 
@@ -231,21 +228,6 @@ class Upstream:
             return None
         (size,) = _SIZE.unpack_from(self._buf, 0)
         return size if 4 <= size <= max_size and len(self._buf) >= 4 + size else None
-
-    @property
-    def buffered(self) -> int:
-        """Bytes received and not yet taken."""
-        return len(self._buf)
-
-    def head(self, n: int) -> memoryview:
-        """A view of the first ``n`` buffered bytes (at most): release it before the next take or fill."""
-        return memoryview(self._buf)[:n]
-
-    def take(self, n: int) -> bytes:
-        """The first ``n`` buffered bytes, removed from the buffer."""
-        out = bytes(self._buf[:n])
-        del self._buf[:n]
-        return out
 
     async def fill(self, n: int, read_ahead: int) -> None:
         """Receive until ``n`` bytes are buffered, each receive asking for at most ``read_ahead`` more than

@@ -1,5 +1,6 @@
 """The proxy's per-client metrics: `metrics.port` serves Prometheus counters of what each client id produced
-and fetched per topic, read from the frames as they pass (Produce and Fetch stay undecoded)."""
+and fetched per topic, read from the frames as they pass (Produce and Fetch stay undecoded): small frames read
+whole, and large ones (over 64 KiB) streamed, their record data spliced, counted from the fields around it."""
 
 from __future__ import annotations
 
@@ -62,6 +63,44 @@ def test_bytes_in_and_out_per_topic_and_client_id(metered_proxy, topic_name):
     bytes_out = sample(scrape(metrics_port), "kafka_server_brokertopicmetrics_bytesout_total", topic=topic_name,
                        client_id="meter-consumer")
     assert bytes_out >= 20 * 1000
+
+
+def test_large_frames_streamed_are_counted_as_whole_ones(metered_proxy, topic_name):
+    """Batches of 100 x 10 KB: every Produce request and Fetch response is about 1 MB, so the proxy streams them
+    (splice), and still counts each record and each byte of record data (the batches' own headers included)."""
+    proxy, metrics_port = metered_proxy
+    admin = AdminClient({"bootstrap.servers": proxy.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 2, 1)])[topic_name].result(15)
+    producer = Producer({"bootstrap.servers": proxy.bootstrap, "client.id": "big-producer", "linger.ms": 200,
+                         "batch.num.messages": 100, "compression.type": "none"})
+    value = bytes(range(256)) * 40  # 10,240 bytes, as records in a batch take them (no compression)
+    for i in range(400):
+        producer.produce(topic_name, value, partition=i % 2)
+    assert producer.flush(30) == 0
+
+    text = scrape(metrics_port)
+    labels = {"topic": topic_name, "client_id": "big-producer"}
+    assert sample(text, "kafka_server_brokertopicmetrics_messagesin_total", **labels) == 400
+    bytes_in = sample(text, "kafka_server_brokertopicmetrics_bytesin_total", **labels)
+    assert 400 * len(value) < bytes_in < 400 * (len(value) + 100)  # + a few bytes per record, 61 per batch
+    produce_requests = sample(text, "kafka_server_brokertopicmetrics_totalproducerequests_total", **labels)
+    assert 2 <= produce_requests <= 40  # batched (at most 100 records each), not one request per record
+
+    consumer = Consumer({"bootstrap.servers": proxy.bootstrap, "client.id": "big-consumer", "group.id": topic_name,
+                         "auto.offset.reset": "earliest", "fetch.min.bytes": 1 << 20, "fetch.wait.max.ms": 500})
+    consumer.subscribe([topic_name])
+    got, deadline = 0, time.monotonic() + 30
+    while got < 400 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        got += message is not None and message.error() is None
+    consumer.close()
+    assert got == 400
+    text = scrape(metrics_port)
+    bytes_out = sample(text, "kafka_server_brokertopicmetrics_bytesout_total", topic=topic_name,
+                       client_id="big-consumer")
+    assert bytes_out >= bytes_in  # every record fetched once at least, in the batches as the producer sent them
+    outgoing = sample(text, "kafka_server_socket_server_metrics_outgoing_byte_total", client_id="big-consumer")
+    assert outgoing > bytes_out  # the whole frames: record data and the fields around it
 
 
 def _produce_version(text: str) -> str:

@@ -1,0 +1,236 @@
+"""Frames read front to back without decoding them (sans-IO): the parts every walk shares.
+
+A walk is fed a frame's bytes as they arrive and says, item by item, how many bytes are fields (read here,
+forwarded as they are) and how many after them are opaque (record data, forwarded unseen: spliced socket to
+socket when the frame is streamed, proxy/streaming.py). Walking the Produce request (proxy/produce_walk.py)
+and the Fetch response (proxy/fetch_walk.py) is how the proxy streams them and still knows each topic's record
+bytes (the per-client metrics) and where a Fetch response's top-level tagged fields start (address rewriting).
+Every length comes from the peer: a walk checks nothing against the frame's end (the caller does, with the
+frame's size), but never reads past the bytes it is given.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Callable
+
+from logway.wire.errors import MalformedRequest
+
+RecordSets = dict[str | uuid.UUID, tuple[int, int]]
+"""(record bytes, records) per topic name or topic id of one Produce request or Fetch response."""
+
+Item = Callable[[memoryview, int], tuple[int, int]]
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+# Kafka's DefaultRecordBatch: baseOffset int64, batchLength int32 (the bytes after it), ..., magic at 16,
+# recordsCount at 57; a v2 batch header takes 61 bytes, so its batchLength is at least 49.
+BATCH_HEADER = 61
+_BATCH_LENGTH_AT, _MAGIC_AT, _RECORDS_AT = 8, 16, 57
+_MIN_BATCH_LENGTH = BATCH_HEADER - 12
+
+
+class NeedMore(Exception):
+    """The buffer ends inside the item being parsed."""
+
+
+def uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(buf):
+            raise NeedMore
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise MalformedRequest("varint longer than 5 bytes")
+
+
+def skip(buf: memoryview, pos: int, n: int) -> int:
+    if pos + n > len(buf):
+        raise NeedMore
+    return pos + n
+
+
+def skip_tags(buf: memoryview, pos: int) -> int:
+    count, pos = uvarint(buf, pos)
+    for _ in range(count):
+        _, pos = uvarint(buf, pos)
+        size, pos = uvarint(buf, pos)
+        pos = skip(buf, pos, size)
+    return pos
+
+
+def int32(buf: memoryview, pos: int) -> tuple[int, int]:
+    end = skip(buf, pos, 4)
+    return _I32.unpack_from(buf, pos)[0], end
+
+
+def length(buf: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
+    """An array's or bytes' length (-1 for null) and the position after it: int32, or compact uvarint - 1."""
+    if flexible:
+        value, pos = uvarint(buf, pos)
+        return value - 1, pos
+    return int32(buf, pos)
+
+
+def _string_bounds(buf: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
+    """Where a nullable string's bytes start and end: int16 length, or compact uvarint length + 1."""
+    if flexible:
+        size, first = uvarint(buf, pos)
+        size -= 1
+    else:
+        first = skip(buf, pos, 2)
+        size = _I16.unpack_from(buf, pos)[0]
+    return first, skip(buf, first, max(size, 0))
+
+
+def skip_string(buf: memoryview, pos: int, flexible: bool) -> int:
+    """The position after a nullable string."""
+    return _string_bounds(buf, pos, flexible)[1]
+
+
+def topic(buf: memoryview, pos: int, flexible: bool, by_id: bool) -> tuple[str | uuid.UUID, int]:
+    """A topic id (16 bytes) or a topic name, and the position after it."""
+    if by_id:
+        end = skip(buf, pos, 16)
+        return uuid.UUID(bytes=bytes(buf[pos:end])), end
+    first, end = _string_bounds(buf, pos, flexible)
+    try:
+        return bytes(buf[first:end]).decode(), end
+    except UnicodeDecodeError:
+        raise MalformedRequest("topic name is not UTF-8") from None
+
+
+class Walk:
+    """The item machine: ``step`` parses whole items at the start of the bytes it is given. A subclass sets
+    ``_item`` to its first item and gives ``_partition`` (which ends with ``_record_set``); each item returns
+    (the position after it, opaque bytes that follow it) and sets the next one. Both walked frames hold an
+    array of topics, each an array of partitions (with tagged fields after each when flexible); after the
+    last topic ``at_tail`` is set (what remains of the frame is its tail). Record sets are walked batch by
+    batch when ``count_records`` (their v2 headers are fields, the rest opaque), else passed over whole;
+    either way ``record_sets`` totals them per topic."""
+
+    def __init__(self, first: Item, flexible: bool, by_id: bool, count_records: bool) -> None:
+        self._item = first
+        self._flexible = flexible
+        self._by_id = by_id
+        self._count_records = count_records
+        self.at_tail = False
+        self.record_sets: RecordSets = {}
+        self._topic: str | uuid.UUID = ""
+        self._topics = self._partitions = 0
+        self._set_left = 0  # bytes of the record set being walked batch by batch not yet walked
+
+    def step(self, buf: memoryview) -> tuple[int, int]:
+        """Parse the whole items at the start of ``buf`` (the frame's next unforwarded bytes): returns (field
+        bytes, opaque bytes): the first to forward as they are, then that many bytes to forward unseen.
+        (0, 0) before the tail: ``buf`` ends inside an item (give it more). At the tail, ``at_tail``."""
+        pos = 0
+        while not self.at_tail:
+            try:
+                end, opaque = self._item(buf, pos)
+            except NeedMore:
+                return pos, 0
+            pos = end
+            if opaque:
+                return pos, opaque
+        return pos, 0
+
+    def walk_whole(self, body: bytes | memoryview) -> RecordSets:
+        """``record_sets`` of a whole body (fields and record data all in ``body``); MalformedRequest when it
+        ends inside its fields or its record data runs past it."""
+        buf, pos = memoryview(body), 0
+        while not self.at_tail:
+            fields, opaque = self.step(buf[pos:])
+            if not (fields or opaque or self.at_tail):
+                raise MalformedRequest("the body ends inside its fields")
+            pos += fields + opaque
+            if pos > len(buf):
+                raise MalformedRequest("record data runs past the body")
+        return self.record_sets
+
+    def _partition(self, buf: memoryview, pos: int) -> tuple[int, int]:
+        raise NotImplementedError
+
+    # --- the arrays of topics and partitions --------------------------------------------------------------
+
+    def _topic_array(self, buf: memoryview, pos: int) -> int:
+        """The topics' count at ``pos``; the position after it."""
+        count, pos = length(buf, pos, self._flexible)
+        self._topics = max(count, 0)
+        self._next_topic()
+        return pos
+
+    def _topic_head(self, buf: memoryview, pos: int) -> tuple[int, int]:
+        self._topic, pos = topic(buf, pos, self._flexible, self._by_id)
+        count, pos = length(buf, pos, self._flexible)
+        self._partitions = max(count, 0)
+        self._next_partition()
+        return pos, 0
+
+    def _partition_end(self, buf: memoryview, pos: int) -> tuple[int, int]:
+        pos = self._tags(buf, pos)  # (first: it may need more bytes, and the item is then parsed again)
+        self._partitions -= 1
+        self._next_partition()
+        return pos, 0
+
+    def _topic_end(self, buf: memoryview, pos: int) -> tuple[int, int]:
+        pos = self._tags(buf, pos)
+        self._topics -= 1
+        self._next_topic()
+        return pos, 0
+
+    def _tags(self, buf: memoryview, pos: int) -> int:
+        return skip_tags(buf, pos) if self._flexible else pos
+
+    def _next_partition(self) -> None:
+        self._item = self._partition if self._partitions else self._topic_end
+
+    def _next_topic(self) -> None:
+        if self._topics:
+            self._item = self._topic_head
+        else:
+            self.at_tail = True
+
+    # --- record sets -------------------------------------------------------------------------------------
+
+    def _record_set(self, size: int) -> int:
+        """A partition's record set of ``size`` bytes (-1: null) starts here: counted, its walk set up; the
+        opaque bytes to pass over now (all of them, unless its batches are walked)."""
+        nbytes, records = self.record_sets.get(self._topic, (0, 0))
+        self.record_sets[self._topic] = (nbytes + max(size, 0), records)
+        self._item = self._partition_end
+        if size <= 0:
+            return 0
+        if not self._count_records:
+            return size
+        self._set_left, self._item = size, self._batch
+        return 0
+
+    def _batch(self, buf: memoryview, pos: int) -> tuple[int, int]:
+        """One batch of the record set: a v2 header's records counted (fields), the rest of the batch opaque;
+        the rest of the set opaque at once when it is too short for a header, not v2 or a header is invalid
+        (as Kafka's DefaultRecordBatch, a batchLength under 49)."""
+        left = self._set_left
+        if left < BATCH_HEADER:
+            return self._set_done(pos, left)
+        end = skip(buf, pos, BATCH_HEADER)
+        batch_length = _I32.unpack_from(buf, pos + _BATCH_LENGTH_AT)[0]
+        if buf[pos + _MAGIC_AT] != 2 or batch_length < _MIN_BATCH_LENGTH:
+            return self._set_done(pos, left)
+        nbytes, records = self.record_sets[self._topic]
+        self.record_sets[self._topic] = (nbytes, records + max(_I32.unpack_from(buf, pos + _RECORDS_AT)[0], 0))
+        batch = min(12 + batch_length, left)
+        self._set_left = left - batch
+        if not self._set_left:
+            self._item = self._partition_end
+        return end, batch - BATCH_HEADER
+
+    def _set_done(self, pos: int, opaque: int) -> tuple[int, int]:
+        self._set_left, self._item = 0, self._partition_end
+        return pos, opaque
