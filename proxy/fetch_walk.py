@@ -54,12 +54,11 @@ class FetchWalk(Walk):
     def _top(self, buf: memoryview, pos: int) -> tuple[int, int]:
         return self._topic_array(buf, skip(buf, pos, self._top_size)), 0
 
-    def _partition(self, buf: memoryview, pos: int) -> tuple[int, int]:
+    def _partition_head(self, buf: memoryview, pos: int) -> tuple[int, int]:
         aborted, pos = length(buf, skip(buf, pos, self._partition_size), self._flexible)
         for _ in range(aborted):  # producer_id, first_offset (, tags)
             pos = self._tags(buf, skip(buf, pos, 16))
-        size, pos = length(buf, skip(buf, pos, self._replica_size), self._flexible)
-        return pos, self._record_set(size)
+        return length(buf, skip(buf, pos, self._replica_size), self._flexible)
 
 
 def fetch_record_sets(version: int, frame: bytes | memoryview) -> RecordSets:

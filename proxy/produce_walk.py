@@ -23,9 +23,8 @@ class ProduceWalk(Walk):
         pos = skip(buf, skip_string(buf, pos, self._flexible), 2 + 4)  # transactional_id; acks, timeout_ms
         return self._topic_array(buf, pos), 0
 
-    def _partition(self, buf: memoryview, pos: int) -> tuple[int, int]:
-        size, pos = length(buf, skip(buf, pos, 4), self._flexible)  # after the partition index
-        return pos, self._record_set(size)
+    def _partition_head(self, buf: memoryview, pos: int) -> tuple[int, int]:
+        return length(buf, skip(buf, pos, 4), self._flexible)  # after the partition index
 
 
 def produce_record_sets(version: int, body: bytes | memoryview) -> RecordSets:

@@ -45,7 +45,7 @@ from logway.proxy.frames import (
 )
 from logway.proxy.produce_walk import ProduceWalk
 from logway.proxy.splice import IOV_MAX, Pipe
-from logway.proxy.streaming import ClientSource, FrameDoesNotWalk, FrameRelay, UpstreamSource
+from logway.proxy.streaming import SPLICE_FROM, ClientSource, FrameDoesNotWalk, FrameRelay, UpstreamSource
 from logway.proxy.upstream import Upstream, UpstreamError
 from logway.server.connection import Connection, ConnectionClosed, RequestHandler
 from logway.server.security.authorizer import client_host
@@ -150,7 +150,7 @@ class ProxySession(RequestHandler):
         self.client.principal, self.client.client_id = self.conn.principal, header.client_id
         self._check_advertised(header)
         plan = self.chain.plan(PRODUCE_KEY, header.api_version)
-        if plan.decodes_request:
+        if plan.decodes_request or self.chain.observers and not _splices_early(header.api_version, head[pos:]):
             return False
         pending = Pending(header.correlation_id, PRODUCE_KEY, header.api_version, upstream.next_correlation_id(),
                           seen=plan.undecoded)
@@ -455,6 +455,18 @@ class ProxySession(RequestHandler):
             self.conn.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+def _splices_early(version: int, body_head: memoryview) -> bool:
+    """Whether a Produce request the observers need walked is worth streaming: its first record set to run
+    past its buffered head does so by SPLICE_FROM bytes or more (the batches of one request are alike). One of
+    many small record sets is read whole instead: walking it as it streams would copy it all through Python in
+    pieces, and splice nothing."""
+    try:
+        walked, opaque = ProduceWalk(version).step(body_head)
+    except MalformedRequest:
+        return False  # read whole: its per-topic counts are lost there
+    return opaque - (len(body_head) - walked) >= SPLICE_FROM
 
 
 def _truncated(message: str) -> MalformedRequest:

@@ -36,6 +36,8 @@ class NeedMore(Exception):
 
 
 def uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
+    if pos < len(buf) and buf[pos] < 0x80:  # one byte: the common case
+        return buf[pos], pos + 1
     value = shift = 0
     while True:
         if pos >= len(buf):
@@ -57,6 +59,8 @@ def skip(buf: memoryview, pos: int, n: int) -> int:
 
 
 def skip_tags(buf: memoryview, pos: int) -> int:
+    if pos < len(buf) and buf[pos] == 0:  # none: the common case
+        return pos + 1
     count, pos = uvarint(buf, pos)
     for _ in range(count):
         _, pos = uvarint(buf, pos)
@@ -73,6 +77,8 @@ def int32(buf: memoryview, pos: int) -> tuple[int, int]:
 def length(buf: memoryview, pos: int, flexible: bool) -> tuple[int, int]:
     """An array's or bytes' length (-1 for null) and the position after it: int32, or compact uvarint - 1."""
     if flexible:
+        if pos < len(buf) and buf[pos] < 0x80:  # one byte: the common case
+            return buf[pos] - 1, pos + 1
         value, pos = uvarint(buf, pos)
         return value - 1, pos
     return int32(buf, pos)
@@ -106,14 +112,41 @@ def topic(buf: memoryview, pos: int, flexible: bool, by_id: bool) -> tuple[str |
         raise MalformedRequest("topic name is not UTF-8") from None
 
 
+def _batch_header(buf: memoryview, pos: int, left: int) -> tuple[int, int] | None:
+    """(records, bytes) of the v2 batch whose header is at ``pos`` in a record set with ``left`` bytes from
+    there; None when no batch is counted from there on: too short for a header, not v2, or an invalid header
+    (as Kafka's DefaultRecordBatch, a batchLength under 49). The header must be at hand (NeedMore if not)."""
+    if left < BATCH_HEADER:
+        return None
+    if pos + BATCH_HEADER > len(buf):
+        raise NeedMore
+    batch_length = _I32.unpack_from(buf, pos + _BATCH_LENGTH_AT)[0]
+    if buf[pos + _MAGIC_AT] != 2 or batch_length < _MIN_BATCH_LENGTH:
+        return None
+    return max(_I32.unpack_from(buf, pos + _RECORDS_AT)[0], 0), min(12 + batch_length, left)
+
+
+def records_in(buf: memoryview, pos: int, end: int) -> int:
+    """The records of the v2 batches of the record set ``buf[pos:end]`` (all at hand)."""
+    count = 0
+    while end - pos >= BATCH_HEADER:
+        batch = _batch_header(buf, pos, end - pos)
+        if batch is None:
+            break
+        count += batch[0]
+        pos += batch[1]
+    return count
+
+
 class Walk:
     """The item machine: ``step`` parses whole items at the start of the bytes it is given. A subclass sets
-    ``_item`` to its first item and gives ``_partition`` (which ends with ``_record_set``); each item returns
-    (the position after it, opaque bytes that follow it) and sets the next one. Both walked frames hold an
-    array of topics, each an array of partitions (with tagged fields after each when flexible); after the
-    last topic ``at_tail`` is set (what remains of the frame is its tail). Record sets are walked batch by
-    batch when ``count_records`` (their v2 headers are fields, the rest opaque), else passed over whole;
-    either way ``record_sets`` totals them per topic."""
+    ``_item`` to its first item and reads a partition's fields up to its record set (``_partition_head``);
+    each item returns (the position after it, opaque bytes that follow it) and sets the next one. Both walked
+    frames hold an array of topics, each an array of partitions (with tagged fields after each when
+    flexible); after the last topic ``at_tail`` is set (what remains of the frame is its tail). Partitions
+    whose record set is at hand are walked over in one loop; one whose record set runs past the bytes at hand
+    is walked batch by batch when ``count_records`` (their v2 headers are fields, the rest opaque), else
+    passed over whole. Either way ``record_sets`` totals them per topic."""
 
     def __init__(self, first: Item, flexible: bool, by_id: bool, count_records: bool) -> None:
         self._item = first
@@ -121,40 +154,44 @@ class Walk:
         self._by_id = by_id
         self._count_records = count_records
         self.at_tail = False
-        self.record_sets: RecordSets = {}
-        self._topic: str | uuid.UUID = ""
+        self._totals: dict[str | uuid.UUID, list[int]] = {}  # [record bytes, records] per topic
+        self._topic_totals = [0, 0]  # the current topic's
         self._topics = self._partitions = 0
         self._set_left = 0  # bytes of the record set being walked batch by batch not yet walked
 
+    @property
+    def record_sets(self) -> RecordSets:
+        """(record bytes, records) per topic name or id, of the record sets walked so far."""
+        return {topic: (nbytes, records) for topic, (nbytes, records) in self._totals.items()}
+
     def step(self, buf: memoryview) -> tuple[int, int]:
-        """Parse the whole items at the start of ``buf`` (the frame's next unforwarded bytes): returns (field
-        bytes, opaque bytes): the first to forward as they are, then that many bytes to forward unseen.
-        (0, 0) before the tail: ``buf`` ends inside an item (give it more). At the tail, ``at_tail``."""
+        """Walk the whole items at the start of ``buf`` (the frame's next unforwarded bytes), and the record data
+        among them that ``buf`` holds: returns (walked bytes, opaque bytes): the first to forward as they are,
+        then that many bytes of record data that run past the end of ``buf``, to forward unseen. (n, 0) before
+        the tail: ``buf`` ends inside an item (give it more). At the tail, ``at_tail``."""
         pos = 0
         while not self.at_tail:
             try:
                 end, opaque = self._item(buf, pos)
             except NeedMore:
                 return pos, 0
-            pos = end
-            if opaque:
-                return pos, opaque
+            if end + opaque > len(buf):
+                return end, opaque
+            pos = end + opaque
         return pos, 0
 
     def walk_whole(self, body: bytes | memoryview) -> RecordSets:
         """``record_sets`` of a whole body (fields and record data all in ``body``); MalformedRequest when it
         ends inside its fields or its record data runs past it."""
-        buf, pos = memoryview(body), 0
-        while not self.at_tail:
-            fields, opaque = self.step(buf[pos:])
-            if not (fields or opaque or self.at_tail):
-                raise MalformedRequest("the body ends inside its fields")
-            pos += fields + opaque
-            if pos > len(buf):
-                raise MalformedRequest("record data runs past the body")
+        _, opaque = self.step(memoryview(body))
+        if opaque:
+            raise MalformedRequest("record data runs past the body")
+        if not self.at_tail:
+            raise MalformedRequest("the body ends inside its fields")
         return self.record_sets
 
-    def _partition(self, buf: memoryview, pos: int) -> tuple[int, int]:
+    def _partition_head(self, buf: memoryview, pos: int) -> tuple[int, int]:
+        """A partition's fields up to its record set: the record set's size (-1: null) and where it starts."""
         raise NotImplementedError
 
     # --- the arrays of topics and partitions --------------------------------------------------------------
@@ -167,11 +204,37 @@ class Walk:
         return pos
 
     def _topic_head(self, buf: memoryview, pos: int) -> tuple[int, int]:
-        self._topic, pos = topic(buf, pos, self._flexible, self._by_id)
+        name, pos = topic(buf, pos, self._flexible, self._by_id)
         count, pos = length(buf, pos, self._flexible)
+        self._topic_totals = self._totals.setdefault(name, [0, 0])
         self._partitions = max(count, 0)
         self._next_partition()
         return pos, 0
+
+    def _partition(self, buf: memoryview, pos: int) -> tuple[int, int]:
+        """The partitions whose record set (and tags) are at hand, in one loop (as many as there are: a walk
+        costs per item); then one whose record set runs past the bytes at hand, batch by batch."""
+        walked, flexible, totals = False, self._flexible, self._topic_totals
+        while True:
+            try:
+                size, data = self._partition_head(buf, pos)
+                end = data + max(size, 0)
+                after = -1 if end > len(buf) else skip_tags(buf, end) if flexible else end
+            except NeedMore:
+                if walked:
+                    return pos, 0
+                raise
+            if after < 0:  # its record data runs past the bytes at hand
+                return self._record_set(buf, data, size)
+            if size > 0:
+                totals[0] += size
+                if self._count_records:
+                    totals[1] += records_in(buf, data, end)
+            pos, walked = after, True
+            self._partitions -= 1
+            if not self._partitions:
+                self._item = self._topic_end
+                return pos, 0
 
     def _partition_end(self, buf: memoryview, pos: int) -> tuple[int, int]:
         pos = self._tags(buf, pos)  # (first: it may need more bytes, and the item is then parsed again)
@@ -197,40 +260,31 @@ class Walk:
         else:
             self.at_tail = True
 
-    # --- record sets -------------------------------------------------------------------------------------
+    # --- a record set that runs past the bytes at hand ----------------------------------------------------
 
-    def _record_set(self, size: int) -> int:
-        """A partition's record set of ``size`` bytes (-1: null) starts here: counted, its walk set up; the
-        opaque bytes to pass over now (all of them, unless its batches are walked)."""
-        nbytes, records = self.record_sets.get(self._topic, (0, 0))
-        self.record_sets[self._topic] = (nbytes + max(size, 0), records)
+    def _record_set(self, buf: memoryview, pos: int, size: int) -> tuple[int, int]:
+        """A partition's record set of ``size`` bytes starts at ``pos`` and runs past ``buf``: counted; all of
+        it opaque, or (``count_records``) its batches walked, the first at once if its header is at hand."""
+        self._topic_totals[0] += size
         self._item = self._partition_end
-        if size <= 0:
-            return 0
         if not self._count_records:
-            return size
+            return pos, size
         self._set_left, self._item = size, self._batch
-        return 0
+        if pos + BATCH_HEADER <= len(buf):
+            return self._batch(buf, pos)
+        return pos, 0
 
     def _batch(self, buf: memoryview, pos: int) -> tuple[int, int]:
         """One batch of the record set: a v2 header's records counted (fields), the rest of the batch opaque;
-        the rest of the set opaque at once when it is too short for a header, not v2 or a header is invalid
-        (as Kafka's DefaultRecordBatch, a batchLength under 49)."""
+        the rest of the set opaque at once when no batch is counted from here on."""
         left = self._set_left
-        if left < BATCH_HEADER:
-            return self._set_done(pos, left)
-        end = skip(buf, pos, BATCH_HEADER)
-        batch_length = _I32.unpack_from(buf, pos + _BATCH_LENGTH_AT)[0]
-        if buf[pos + _MAGIC_AT] != 2 or batch_length < _MIN_BATCH_LENGTH:
-            return self._set_done(pos, left)
-        nbytes, records = self.record_sets[self._topic]
-        self.record_sets[self._topic] = (nbytes, records + max(_I32.unpack_from(buf, pos + _RECORDS_AT)[0], 0))
-        batch = min(12 + batch_length, left)
-        self._set_left = left - batch
+        batch = _batch_header(buf, pos, left)
+        if batch is None:
+            self._set_left, self._item = 0, self._partition_end
+            return pos, left
+        records, size = batch
+        self._topic_totals[1] += records
+        self._set_left = left - size
         if not self._set_left:
             self._item = self._partition_end
-        return end, batch - BATCH_HEADER
-
-    def _set_done(self, pos: int, opaque: int) -> tuple[int, int]:
-        self._set_left, self._item = 0, self._partition_end
-        return pos, opaque
+        return pos + BATCH_HEADER, size - BATCH_HEADER

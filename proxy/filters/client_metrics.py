@@ -30,7 +30,7 @@ from typing import Any
 from kio.schema.index import api_key_map
 from prometheus_client import CollectorRegistry, Counter
 
-from logway.proxy.filters.base import EVERY_VERSION, REQUEST, ClientInfo, Filter, Frame
+from logway.proxy.filters.base import EVERY_VERSION, REQUEST, RESPONSE, ClientInfo, Filter, Frame
 from logway.proxy.filters.tenant import TopicIdDirectory
 from logway.proxy.walk import RecordSets
 
@@ -59,7 +59,7 @@ class ClientMetrics(Filter):
         self.topic_ids = topic_ids if topic_ids is not None else TopicIdDirectory()
         self._clients = _Bounded(max_label_values)
         self._topics = _Bounded(max_label_values)
-        self._children: dict[tuple[int, str, str], tuple[Any, ...]] = {}  # (api key, topic, client id)
+        self._children: dict[Any, tuple[Any, ...]] = {}  # labelled counters by what they count
 
         def counter(name: str, doc: str, labels: tuple[str, ...]) -> Counter:
             return Counter(name, doc, labels, registry=registry)
@@ -99,16 +99,22 @@ class ClientMetrics(Filter):
         names are the upstream's) and, for a Produce request or a Fetch response whose bytes walked, its
         record bytes per topic (bad bytes lose only those)."""
         client_id = self._clients.label((client.client_id or "")[:255])
+        key, version = frame.api_key, frame.api_version
         if frame.direction == REQUEST:
-            self.requests_per_api.labels(request_name(frame.api_key), str(frame.api_version), client_id).inc()
-            self.incoming.labels(client_id).inc(frame.size)
+            requests, incoming = self._children.get((REQUEST, key, version, client_id)) or self._labelled(
+                (REQUEST, key, version, client_id), (self.requests_per_api, request_name(key), str(version), client_id),
+                (self.incoming, client_id))
+            requests.inc()
+            incoming.inc(frame.size)
         else:
-            self.outgoing.labels(client_id).inc(frame.size)
+            key_out = (RESPONSE, client_id)
+            (outgoing,) = self._children.get(key_out) or self._labelled(key_out, (self.outgoing, client_id))
+            outgoing.inc(frame.size)
         if frame.record_sets is None:
             return
-        if frame.api_key == PRODUCE and frame.direction == REQUEST:
+        if key == PRODUCE and frame.direction == REQUEST:
             self._count(PRODUCE, client_id, frame.record_sets)
-        elif frame.api_key == FETCH and frame.direction != REQUEST:
+        elif key == FETCH and frame.direction != REQUEST:
             self._count(FETCH, client_id, frame.record_sets)
 
     def _count(self, api_key: int, client_id: str, record_sets: RecordSets) -> None:
@@ -126,14 +132,19 @@ class ClientMetrics(Filter):
         return self._topics.label(topic)
 
     def _topic_counters(self, api_key: int, topic: str, client_id: str) -> tuple[Any, ...]:
-        """The labelled counters of one API's (topic, client id), looked up once: ``labels()`` costs
-        microseconds. Produce: requests, bytes in, messages in; Fetch: requests, bytes out."""
+        """Produce: requests, bytes in, messages in; Fetch: requests, bytes out; of one (topic, client id)."""
         key = (api_key, topic, client_id)
         children = self._children.get(key)
         if children is None:
             counters = (self.produce_requests, self.bytes_in, self.messages_in) if api_key == PRODUCE \
                 else (self.fetch_requests, self.bytes_out)
-            children = self._children[key] = tuple(c.labels(topic, client_id) for c in counters)
+            children = self._labelled(key, *((c, topic, client_id) for c in counters))
+        return children
+
+    def _labelled(self, key: Any, *wanted: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The children of ``wanted`` (each a counter and its label values), kept under ``key``: ``labels()``
+        costs microseconds, a frame is counted in less. (Bounded: label values are.)"""
+        children = self._children[key] = tuple(counter.labels(*values) for counter, *values in wanted)
         return children
 
 

@@ -4,15 +4,24 @@ whole, and large ones (over 64 KiB) streamed, their record data spliced, counted
 
 from __future__ import annotations
 
+import datetime
 import re
+import socket
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from logway.wire.protocol import build, encode_body, read_uvarint, request_type, write_uvarint
+from logway.wire.records import build_batch
 from tests.proxy.prometheus_text import sample, scrape
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from compat_tests.kafka.wire_client import request_frame  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +110,35 @@ def test_large_frames_streamed_are_counted_as_whole_ones(metered_proxy, topic_na
     assert bytes_out >= bytes_in  # every record fetched once at least, in the batches as the producer sent them
     outgoing = sample(text, "kafka_server_socket_server_metrics_outgoing_byte_total", client_id="big-consumer")
     assert outgoing > bytes_out  # the whole frames: record data and the fields around it
+
+
+def test_a_streamed_produce_whose_records_run_past_its_end_costs_only_its_counts(metered_proxy, topic_name):
+    """A 200 KB Produce whose record set claims more bytes than the frame holds: streamed all the same (the
+    upstream refuses it), counted as a request without per-topic bytes; the proxy goes on serving."""
+    proxy, metrics_port = metered_proxy
+    records = build_batch([(None, b"r" * 1000, ())] * 200)
+    body = encode_body(build(request_type(0, 9), {
+        "transactional_id": None, "acks": 1, "timeout": datetime.timedelta(seconds=5),
+        "topic_data": [{"name": topic_name, "partition_data": [{"index": 0, "records": records}]}]}))
+    at = body.index(records) - 3  # the record set's compact length: 3 bytes for a size of about 200 KB
+    assert read_uvarint(body, at) == (len(records) + 1, at + 3)
+    lying = body[:at] + write_uvarint(len(records) + 1 + 10_000_000)[:3] + body[at + 3:]
+    with socket.create_connection(("127.0.0.1", proxy.node_port(1)), timeout=10) as sock:
+        sock.sendall(request_frame(0, 9, lying, 1, client_id="liar"))
+        sock.settimeout(10)
+        try:
+            sock.recv(1 << 16)  # an error, or the connection closed by the upstream's refusal
+        except OSError:
+            pass
+    text = scrape(metrics_port)
+    assert sample(text, "kafka_network_requestmetrics_requests_total", request="Produce", version="9",
+                  client_id="liar") == 1
+    assert sample(text, "kafka_server_brokertopicmetrics_bytesin_total", topic=topic_name, client_id="liar") == 0
+    producer = Producer({"bootstrap.servers": proxy.bootstrap, "client.id": "honest", "linger.ms": 0})
+    producer.produce(topic_name, b"after the liar")
+    assert producer.flush(15) == 0
+    assert sample(scrape(metrics_port), "kafka_server_brokertopicmetrics_messagesin_total", topic=topic_name,
+                  client_id="honest") == 1
 
 
 def _produce_version(text: str) -> str:
