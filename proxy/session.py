@@ -173,7 +173,7 @@ class ProxySession(RequestHandler):
                 await relay.fields(header_size)
                 walk = ProduceWalk(version)
                 try:
-                    await relay.walk(walk)
+                    await relay.walk(walk, tail=False)
                     record_sets = walk.record_sets
                 except FrameDoesNotWalk:
                     pass  # forwarded all the same (the upstream answers bad bytes): no per-topic counts

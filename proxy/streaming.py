@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 READ_AHEAD = 32 * 1024  # a streamed frame's fields are received this far ahead (its records are spliced; a
 # frame of many small partitions is still read in few receives)
+CLIENT_READ_AHEAD = 2 * 1024  # a streamed Produce request's: the fields and the batch header between two
+# partitions' record data take about 70 bytes, and what is received past them is copied instead of spliced
+# (a request of many small record sets is not streamed when the metrics walk it: see session._splices_early)
 SPLICE_FROM = 32 * 1024  # a shorter run of record data not yet received is received and sent from Python: a
 # splice costs a pipe round trip and a trip through the scheduler, copying 32 KiB a few microseconds
 
@@ -101,7 +104,7 @@ class ClientSource(Received):
         """(At most connections.max.idle.ms without a byte, as the connection's own reads.)"""
         sock = self.conn.sock
         while len(self._buf) < n:
-            want = min(max(n - len(self._buf), READ_AHEAD), frame_left - len(self._buf))
+            want = min(max(n - len(self._buf), CLIENT_READ_AHEAD), frame_left - len(self._buf))
             try:
                 data = sock.recv(want)
             except BlockingIOError:
@@ -138,8 +141,10 @@ class FrameRelay:
         self.out.append(self.source.take(n))
         self.left -= n
 
-    async def walk(self, walk: Walk) -> None:
-        """Forward the frame's bytes as ``walk`` parses them, up to its tail."""
+    async def walk(self, walk: Walk, tail: bool = True) -> None:
+        """Forward the frame's bytes as ``walk`` parses them, up to its tail; without ``tail`` (nothing to read
+        after the record data), the last record set and what follows it are forwarded at once, unread (one
+        send less a frame)."""
         src = self.source
         while not walk.at_tail:
             with src.head(self.left) as view:
@@ -153,6 +158,9 @@ class FrameRelay:
             if opaque:
                 if opaque > self.left:
                     raise FrameDoesNotWalk(f"{opaque} bytes of record data past the frame's end")
+                if walk.last_run and not tail:
+                    await self.rest()
+                    return
                 await self.opaque(opaque)
             elif not walk.at_tail:  # the buffer ends inside an item
                 if src.buffered >= self.left:
@@ -163,6 +171,8 @@ class FrameRelay:
         """Forward the next ``n`` bytes unread: the buffered ones queued, the rest spliced after ``out`` (or, when
         it is short, received and queued)."""
         src = self.source
+        if not n:
+            return
         if n - src.buffered < SPLICE_FROM:
             await self.fields(n)
             return

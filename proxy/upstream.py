@@ -34,7 +34,7 @@ CLIENT_ID = "logway-proxy"
 
 async def send_parts(sock: socket.socket, parts: list) -> None:
     """Send every byte of ``parts`` on a non-blocking socket with sendmsg (gather I/O: no copy to join them)."""
-    views = [memoryview(p).cast("B") for p in parts]
+    views = [memoryview(p).cast("B") for p in parts if len(p)]
     while views:
         try:
             sent = sock.sendmsg(views[:IOV_MAX])

@@ -154,6 +154,7 @@ class Walk:
         self._by_id = by_id
         self._count_records = count_records
         self.at_tail = False
+        self.last_run = False  # the opaque run just returned ends the frame's last record set
         self._totals: dict[str | uuid.UUID, list[int]] = {}  # [record bytes, records] per topic
         self._topic_totals = [0, 0]  # the current topic's
         self._topics = self._partitions = 0
@@ -268,6 +269,7 @@ class Walk:
         self._topic_totals[0] += size
         self._item = self._partition_end
         if not self._count_records:
+            self.last_run = self._last_partition()
             return pos, size
         self._set_left, self._item = size, self._batch
         if pos + BATCH_HEADER <= len(buf):
@@ -281,10 +283,16 @@ class Walk:
         batch = _batch_header(buf, pos, left)
         if batch is None:
             self._set_left, self._item = 0, self._partition_end
+            self.last_run = self._last_partition()
             return pos, left
         records, size = batch
         self._topic_totals[1] += records
         self._set_left = left - size
         if not self._set_left:
             self._item = self._partition_end
+            self.last_run = self._last_partition()
         return pos + BATCH_HEADER, size - BATCH_HEADER
+
+    def _last_partition(self) -> bool:
+        """Whether the partition being walked is the frame's last: after its record set come only tags."""
+        return self._partitions == 1 and self._topics == 1
