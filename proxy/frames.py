@@ -3,9 +3,9 @@
 Request header v1/v2: api key, api version, correlation id, client id, and (v2, flexible versions) tagged
 fields; response header v0/v1: the correlation id and (v1) tagged fields, v1 for flexible versions except
 ApiVersions (KIP-511). The correlation id sits at a fixed offset in both (bytes 4-8 of a request, 0-4 of a
-response), so the proxy renumbers a frame in place without parsing the rest. Bodies are decoded only for
-the APIs whose responses carry broker addresses or that a filter asks for, and every length in them is
-checked first (wire.request_check), whoever sent them.
+response), so the proxy renumbers a frame in place without parsing the rest. Bodies are decoded only when
+a filter of the connection's chain declared them (proxy/chain.py), and every length in them is checked
+first (wire.request_check), whoever sent them.
 """
 
 from __future__ import annotations

@@ -171,18 +171,15 @@ class FrameRelay:
         """Forward the next ``n`` bytes unread: the buffered ones queued, the rest spliced after ``out`` (or, when
         it is short, received and queued)."""
         src = self.source
-        if not n:
-            return
         if n - src.buffered < SPLICE_FROM:
-            await self.fields(n)
+            if n:
+                await self.fields(n)
             return
-        have = min(src.buffered, n)
+        have = src.buffered
         if have:
             self.out.append(src.take(have))
             self.left -= have
             n -= have
-        if not n:
-            return
         head = self.out
         if sum(len(part) for part in head) > self.pipe.capacity // 2:  # (a large head: sent apart)
             await self.flush()

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable
 
 from logway.wire.errors import MalformedRequest
+from logway.wire.protocol import read_uvarint
 
 RecordSets = dict[str | uuid.UUID, tuple[int, int]]
 """(record bytes, records) per topic name or topic id of one Produce request or Fetch response."""
@@ -36,20 +37,13 @@ class NeedMore(Exception):
 
 
 def uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
-    if pos < len(buf) and buf[pos] < 0x80:  # one byte: the common case
-        return buf[pos], pos + 1
-    value = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise NeedMore
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise MalformedRequest("varint longer than 5 bytes")
+    """``read_uvarint``, but NeedMore when ``buf`` ends inside the varint."""
+    try:
+        return read_uvarint(buf, pos)
+    except MalformedRequest:
+        if len(buf) - pos < 5 and all(b & 0x80 for b in buf[pos:]):
+            raise NeedMore from None
+        raise  # longer than 5 bytes
 
 
 def skip(buf: memoryview, pos: int, n: int) -> int:

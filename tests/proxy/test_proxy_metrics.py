@@ -60,15 +60,7 @@ def test_bytes_in_and_out_per_topic_and_client_id(metered_proxy, topic_name):
     assert sample(text, "kafka_server_brokertopicmetrics_bytesout_total", topic=topic_name,
                   client_id="meter-consumer") == 0
 
-    consumer = Consumer({"bootstrap.servers": proxy.bootstrap, "client.id": "meter-consumer", "group.id": topic_name,
-                         "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic_name])
-    got, deadline = 0, time.monotonic() + 20
-    while got < 20 and time.monotonic() < deadline:
-        message = consumer.poll(0.5)
-        got += message is not None and message.error() is None
-    consumer.close()
-    assert got == 20
+    assert _consume(proxy, topic_name, "meter-consumer", 20) == 20
     bytes_out = sample(scrape(metrics_port), "kafka_server_brokertopicmetrics_bytesout_total", topic=topic_name,
                        client_id="meter-consumer")
     assert bytes_out >= 20 * 1000
@@ -95,15 +87,7 @@ def test_large_frames_streamed_are_counted_as_whole_ones(metered_proxy, topic_na
     produce_requests = sample(text, "kafka_server_brokertopicmetrics_totalproducerequests_total", **labels)
     assert 2 <= produce_requests <= 40  # batched (at most 100 records each), not one request per record
 
-    consumer = Consumer({"bootstrap.servers": proxy.bootstrap, "client.id": "big-consumer", "group.id": topic_name,
-                         "auto.offset.reset": "earliest", "fetch.min.bytes": 1 << 20, "fetch.wait.max.ms": 500})
-    consumer.subscribe([topic_name])
-    got, deadline = 0, time.monotonic() + 30
-    while got < 400 and time.monotonic() < deadline:
-        message = consumer.poll(0.5)
-        got += message is not None and message.error() is None
-    consumer.close()
-    assert got == 400
+    assert _consume(proxy, topic_name, "big-consumer", 400, {"fetch.min.bytes": 1 << 20, "fetch.wait.max.ms": 500}) == 400
     text = scrape(metrics_port)
     bytes_out = sample(text, "kafka_server_brokertopicmetrics_bytesout_total", topic=topic_name,
                        client_id="big-consumer")
@@ -139,6 +123,19 @@ def test_a_streamed_produce_whose_records_run_past_its_end_costs_only_its_counts
     assert producer.flush(15) == 0
     assert sample(scrape(metrics_port), "kafka_server_brokertopicmetrics_messagesin_total", topic=topic_name,
                   client_id="honest") == 1
+
+
+def _consume(proxy, topic: str, client_id: str, count: int, config: dict | None = None) -> int:
+    """Read ``topic`` from the start as group ``topic`` until ``count`` records came (or 30 s): how many came."""
+    consumer = Consumer({"bootstrap.servers": proxy.bootstrap, "client.id": client_id, "group.id": topic,
+                         "auto.offset.reset": "earliest", **(config or {})})
+    consumer.subscribe([topic])
+    got, deadline = 0, time.monotonic() + 30
+    while got < count and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        got += message is not None and message.error() is None
+    consumer.close()
+    return got
 
 
 def _produce_version(text: str) -> str:
