@@ -3,9 +3,9 @@
 Request header v1/v2: api key, api version, correlation id, client id, and (v2, flexible versions) tagged
 fields; response header v0/v1: the correlation id and (v1) tagged fields, v1 for flexible versions except
 ApiVersions (KIP-511). The correlation id sits at a fixed offset in both (bytes 4-8 of a request, 0-4 of a
-response), so the proxy renumbers a frame in place without parsing the rest. Bodies are decoded only for
-the APIs whose responses carry broker addresses or that a filter asks for, and every length in them is
-checked first (wire.request_check), whoever sent them.
+response), so the proxy renumbers a frame in place without parsing the rest. Bodies are decoded only when
+a filter of the connection's chain declared them (proxy/chain.py), and every length in them is checked
+first (wire.request_check), whoever sent them.
 """
 
 from __future__ import annotations
@@ -35,6 +35,28 @@ PRODUCE_KEY = 0
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 SIZE = _I32
+
+
+class Received:
+    """Bytes received from a peer and not yet taken: a frame is read, or a streamed frame's fields, from here."""
+
+    _buf: bytearray
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet taken."""
+        return len(self._buf)
+
+    def head(self, n: int) -> memoryview:
+        """A view of the first ``n`` buffered bytes (at most): release it before the next take or receive."""
+        return memoryview(self._buf)[:n]
+
+    def take(self, n: int) -> bytes:
+        """The first ``n`` buffered bytes, removed from the buffer (copied once; deleting from the front of a
+        bytearray moves nothing)."""
+        out = bytes(memoryview(self._buf)[:n])
+        del self._buf[:n]
+        return out
 
 
 def read_request_header(frame: memoryview | bytes) -> tuple[RequestHeader, int]:

@@ -25,7 +25,6 @@ NODE_ENDPOINTS_FROM = {PRODUCE: 10, FETCH: 16}
 # API key -> the top-level fields holding lists of (node_id, host, port) entities.
 _LISTS = {METADATA: ("brokers",), DESCRIBE_CLUSTER: ("brokers",), FIND_COORDINATOR: ("coordinators",),
           PRODUCE: ("node_endpoints",), FETCH: ("node_endpoints",)}
-REWRITTEN_APIS = frozenset(_LISTS)
 
 Endpoint = tuple[int, str, int]
 """(node id, host, port) of an upstream broker."""

@@ -18,6 +18,7 @@ from logway.proxy.config import ProxyConfig
 from logway.proxy.filters.acl import RULES as ACL_RULES
 from logway.proxy.filters.acl import VERSION_CAPS as ACL_VERSION_CAPS
 from logway.proxy.filters.acl import acl_filter_factory
+from logway.proxy.filters.address_rewrite import address_rewrite_factory
 from logway.proxy.filters.client_metrics import ClientMetrics
 from logway.proxy.filters.tenant import DENIED_API_KEYS, TenantFilter, TopicIdDirectory
 from logway.proxy.metrics import serve_registry
@@ -54,10 +55,20 @@ class Proxy:
         self.metrics = ClientMetrics(self.registry, topic_ids=self.topic_ids) if self.config.metrics_port else None
 
     def filter_chain(self, listener: str) -> list[FilterFactory]:
-        """The filters of a client connection on ``listener``, in order: the virtual cluster's tenant filter
-        (so the ACLs and metrics after it see the upstream's full names), ACLs (when an authorizer is
-        configured), the listener's own chain, and the metrics last (their on_response runs first, learning
-        topic ids from Metadata before the tenant filter strips the names)."""
+        """The filters of a client connection on ``listener``, in chain order (requests pass them first to last,
+        responses last to first):
+
+        1. the virtual cluster's tenant filter (when the listener serves one): every filter after it sees the
+           upstream's full names, and its answers (a name outside the tenant) are never seen by the others;
+        2. the ACL filter (when an authorizer is configured): it checks the full names, and its denials pass
+           back through the tenant filter, which strips them;
+        3. the listener's own filters (``filter_factories``), in the order given;
+        4. address rewriting: nearest the upstream but for the metrics, so every filter before it sees the
+           proxy's broker addresses, never the upstream's;
+        5. the per-client metrics (metrics.port): last, they count the frames as exchanged with the upstream
+           (every filter's changes made) and learn topic ids from Metadata responses before the tenant filter
+           strips the names.
+        """
         chain: list[FilterFactory] = []
         tenant = self.virtual_clusters.get(listener)
         if tenant is not None:
@@ -66,6 +77,7 @@ class Proxy:
         if self.authorizer is not None:
             chain.append(acl_filter_factory(self.authorizer))
         chain += self.filter_factories.get(listener, [])
+        chain.append(address_rewrite_factory(self.cluster, self.addressing[listener]))
         if self.metrics is not None:
             metrics = self.metrics
             chain.append(lambda client: metrics)

@@ -138,6 +138,8 @@ class Connection:
     # The API of the request being answered, set by the handler (-1: none, e.g. a bare SASL token), for metrics.
     api_key = -1
     api_version = 0
+    # Whether bytes may be spliced to and from the socket (not through TLS: its records are encrypted in user space).
+    spliceable = True
 
     def __init__(self, sock: socket.socket, peer: str, context: ListenerContext, memory: RequestMemory,
                  stats: ServerStats, make_handler: HandlerFactory) -> None:

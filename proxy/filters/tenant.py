@@ -56,7 +56,7 @@ from typing import Any
 from kio.schema.index import api_key_map
 from kio.schema.types import GroupId, TopicName, TransactionalId
 
-from logway.proxy.filters.base import Answer, ClientInfo
+from logway.proxy.filters.base import Answer, ClientInfo, Filter, every_version
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import response_type
 
@@ -127,10 +127,11 @@ class _Refused(Exception):
 _DROP = object()  # a response entry naming something outside the prefix
 
 
-class TenantFilter:
+class TenantFilter(Filter):
     """One tenant's view of the upstream: everything it names is under ``prefix``; see the module doc."""
 
-    api_keys = CONFINED_API_KEYS | DENIED_API_KEYS
+    requests = every_version(CONFINED_API_KEYS | DENIED_API_KEYS)
+    responses = every_version(CONFINED_API_KEYS)  # narrowed by version: handles_response
 
     def __init__(self, prefix: str, topic_ids: TopicIdDirectory | None = None) -> None:
         if not prefix or len(prefix) >= MAX_TOPIC_LENGTH or not _LEGAL_TOPIC.fullmatch(prefix):
@@ -156,9 +157,11 @@ class TenantFilter:
         except _Refused as refused:  # answered in the tenant's own names: mirror the request as it came
             raise Answer(error_response(api_key, api_version, request, refused.code, refused.message)) from None
 
-    def wants_response(self, api_key: int, api_version: int) -> bool:
-        """Optional extension: False when the response of this API and version carries nothing to strip or
-        filter (Fetch v13+: topic ids and records only), so the proxy may forward it undecoded."""
+    def handles_response(self, api_key: int, api_version: int) -> bool:
+        """False when the response of this API and version carries nothing to strip or filter (Fetch v13+:
+        topic ids and records only), so the proxy may forward it undecoded."""
+        if not super().handles_response(api_key, api_version):
+            return False
         return api_key in _RESPONSE_HOOKS or _carries_names(response_type(api_key, api_version))
 
     def on_response(self, client: ClientInfo, api_key: int, api_version: int, request: Any, response: Any) -> Any:
