@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logway.proxy.addresses import BrokerAddressing, parse_node_id_range
+from logway.proxy.filter_config import is_filter_key, named_filters
 from logway.server.config import ConfigError, Listener, ServerConfig, int_setting, load_properties
 from logway.server.security.plain import parse_jaas
 from logway.server.security.settings import ProtocolSecurity
@@ -74,7 +75,7 @@ class ProxyConfig:
         self.server = ServerConfig(broker_keys)
         self.warnings = list(self.server.warnings)
         unknown = sorted(k for k in given if k.startswith("proxy.") and k not in PROXY_DEFAULTS
-                         and not _virtual_cluster_key(k))
+                         and not _virtual_cluster_key(k) and not is_filter_key(k))
         self.warnings += [f"unknown proxy config {k} ignored" for k in unknown]
         self.upstream_bootstrap = _servers(p["proxy.upstream.bootstrap.servers"])
         self.upstream = _upstream_security(p)
@@ -94,6 +95,9 @@ class ProxyConfig:
         self.address_pattern = p["proxy.broker.address.pattern"].strip()
         self.addressing = {lst.name: self._addressing(lst) for lst in self.server.listeners}
         self.virtual_clusters = _virtual_clusters(p, [lst.name for lst in self.server.listeners], self.warnings)
+        self.named_filters = named_filters(p, [c.name for c in self.virtual_clusters.values()],
+                                           self.server.log_dirs[0] if self.server.log_dirs else "")
+        self.warnings += self.named_filters.warnings
         for name, addressing in self.addressing.items():
             if addressing.port_span.start < 1 or addressing.port_span.stop - 1 > 65535:
                 raise ConfigError(f"listener {name}: port {addressing.bind_port} + proxy.broker.port.offset="

@@ -15,6 +15,7 @@ from logway.proxy.addresses import NodeOutOfRange
 from logway.proxy.api_versions import API_VERSIONS, Ranges, advertised_ranges
 from logway.proxy.cluster import Cluster
 from logway.proxy.config import ProxyConfig
+from logway.proxy.filter_config import build_factories
 from logway.proxy.filters.acl import RULES as ACL_RULES
 from logway.proxy.filters.acl import VERSION_CAPS as ACL_VERSION_CAPS
 from logway.proxy.filters.acl import acl_filter_factory
@@ -47,6 +48,7 @@ class Proxy:
         self.cluster = Cluster(config)
         self.addressing = config.addressing
         self.filter_factories = {name: list(fs) for name, fs in (filter_factories or {}).items()}
+        self.named_filters = build_factories(config.named_filters)  # proxy.filters and the virtual clusters' own
         self.stats = ServerStats()  # the connections count requests and latency per API here
         self.virtual_clusters = config.virtual_clusters
         self.topic_ids = TopicIdDirectory()  # one upstream cluster: one directory for every tenant connection
@@ -62,7 +64,8 @@ class Proxy:
            upstream's full names, and its answers (a name outside the tenant) are never seen by the others;
         2. the ACL filter (when an authorizer is configured): it checks the full names, and its denials pass
            back through the tenant filter, which strips them;
-        3. the listener's own filters (``filter_factories``), in the order given;
+        3. the configured filters (``proxy.filters``, then the virtual cluster's ``filters``, in the order named),
+           then the listener's own (``filter_factories``, given by code), in the order given;
         4. address rewriting: nearest the upstream but for the metrics, so every filter before it sees the
            proxy's broker addresses, never the upstream's;
         5. the per-client metrics (metrics.port): last, they count the frames as exchanged with the upstream
@@ -76,6 +79,8 @@ class Proxy:
             chain.append(lambda client: TenantFilter(prefix, topic_ids))
         if self.authorizer is not None:
             chain.append(acl_filter_factory(self.authorizer))
+        cluster = tenant.name if tenant is not None else None
+        chain += [self.named_filters[key] for key in self.settings.named_filters.keys_for(cluster)]
         chain += self.filter_factories.get(listener, [])
         chain.append(address_rewrite_factory(self.cluster, self.addressing[listener]))
         if self.metrics is not None:

@@ -49,7 +49,14 @@ class ClientInfo:
     host: str = ""
     client_id: str | None = None
     listener: str = ""
+    topic_prefix: str = ""  # the virtual cluster's, when the connection is a tenant's ("" otherwise)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def visible(self, name: str) -> str | None:
+        """The name this client sees for upstream name ``name`` (None: not its virtual cluster's)."""
+        if not self.topic_prefix:
+            return name
+        return name[len(self.topic_prefix):] if name.startswith(self.topic_prefix) else None
 
 
 @dataclass(frozen=True, slots=True)
