@@ -24,6 +24,9 @@ from logway.gateway.groups import GroupService
 from logway.gateway.meta_properties import load_cluster_id
 from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.transactions import TransactionService
+from logway.server.audit import NO_AUDIT, Audit
+from logway.server.audit_writer import AuditLog
+from logway.server.config import ConfigError
 from logway.server.security.realm import Realm
 from logway.storage.cleaner import CleanerConfig
 from logway.storage.config import LogConfig
@@ -67,10 +70,19 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(int(config.properties["max.incremental.fetch.session.cache.slots"]))
         # Appends that must be fsynced before they are acknowledged share fsyncs (gateway/group_commit.py).
         self.group_commit = GroupCommit(self._flushed)
+        # The audit log (audit.log.file): opened with the log, so an unwritable file stops start-up.
+        self.audit: Audit = NO_AUDIT
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     def open(self) -> None:
+        if self.config.audit is not None:
+            try:
+                self.audit = AuditLog(self.config.audit)
+            except OSError as exc:
+                raise ConfigError(f"audit.log.file={self.config.audit.file}: cannot open: {exc.strerror or exc}") \
+                    from None
+            log.info("audit log: %s", self.config.audit.file)
         self.cluster_id = load_cluster_id([Path(d) for d in self.config.log_dirs], self.node_id,
                                           self.config.properties.get("cluster.id") or "")
         self._load_acls()
@@ -88,6 +100,7 @@ class Broker:
 
     def close(self) -> None:
         self.logs.close()
+        self.audit.close()
 
     def _load_acls(self) -> None:
         """With authorizer.class.name set, the stored ACLs; without it, no authorization at all, as Kafka."""

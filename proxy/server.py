@@ -20,10 +20,12 @@ from logway.proxy.filters.acl import RULES as ACL_RULES
 from logway.proxy.filters.acl import VERSION_CAPS as ACL_VERSION_CAPS
 from logway.proxy.filters.acl import acl_filter_factory
 from logway.proxy.filters.address_rewrite import address_rewrite_factory
+from logway.proxy.filters.audit import AuditFilters
 from logway.proxy.filters.client_metrics import ClientMetrics
 from logway.proxy.filters.tenant import DENIED_API_KEYS, TenantFilter, TopicIdDirectory
 from logway.proxy.metrics import serve_registry
 from logway.proxy.session import FilterFactory, ProxySession
+from logway.server.audit import NO_AUDIT, Audit, audit_of
 from logway.server.config import Listener
 from logway.server.connection import HandlerFactory
 from logway.server.gc_policy import tune_after_startup
@@ -48,13 +50,16 @@ class Proxy:
         self.cluster = Cluster(config)
         self.addressing = config.addressing
         self.filter_factories = {name: list(fs) for name, fs in (filter_factories or {}).items()}
-        self.named_filters = build_factories(config.named_filters)  # proxy.filters and the virtual clusters' own
+        self.registry = CollectorRegistry()  # served on metrics.port
+        # proxy.filters and the virtual clusters' own
+        self.named_filters = build_factories(config.named_filters, self.registry)
         self.stats = ServerStats()  # the connections count requests and latency per API here
         self.virtual_clusters = config.virtual_clusters
         self.topic_ids = TopicIdDirectory()  # one upstream cluster: one directory for every tenant connection
         # Per-client metrics when they are served (metrics.port): one instance counts every connection.
-        self.registry = CollectorRegistry()
         self.metrics = ClientMetrics(self.registry, topic_ids=self.topic_ids) if self.config.metrics_port else None
+        # Each listener's audit log: those of the audit filters in its connections' chain.
+        self.audits = {listener.name: self._audit_for(listener.name) for listener in self.config.listeners}
 
     def filter_chain(self, listener: str) -> list[FilterFactory]:
         """The filters of a client connection on ``listener``, in chain order (requests pass them first to last,
@@ -78,15 +83,31 @@ class Proxy:
             prefix, topic_ids = tenant.topic_prefix, self.topic_ids
             chain.append(lambda client: TenantFilter(prefix, topic_ids))
         if self.authorizer is not None:
-            chain.append(acl_filter_factory(self.authorizer))
-        cluster = tenant.name if tenant is not None else None
-        chain += [self.named_filters[key] for key in self.settings.named_filters.keys_for(cluster)]
+            chain.append(acl_filter_factory(self.authorizer, self.audits.get(listener, NO_AUDIT)))
+        chain += self._named_chain(listener)
         chain += self.filter_factories.get(listener, [])
         chain.append(address_rewrite_factory(self.cluster, self.addressing[listener]))
         if self.metrics is not None:
             metrics = self.metrics
             chain.append(lambda client: metrics)
         return chain
+
+    def _named_chain(self, listener: str) -> list[FilterFactory]:
+        """The configured filters of a connection on ``listener``: proxy.filters, then its virtual cluster's."""
+        tenant = self.virtual_clusters.get(listener)
+        keys = self.settings.named_filters.keys_for(tenant.name if tenant is not None else None)
+        return [self.named_filters[key] for key in keys]
+
+    def _audit_for(self, listener: str) -> Audit:
+        """Where the authentications and ACL denials of ``listener``'s connections are recorded: the audit filters
+        of their chain (none: nowhere)."""
+        return audit_of([f.audit for f in self._named_chain(listener) if isinstance(f, AuditFilters)])
+
+    def close(self) -> None:
+        """Write what the audit logs hold and close them (at shutdown)."""
+        for factory in self.named_filters.values():
+            if isinstance(factory, AuditFilters):
+                factory.audit.close()
 
     @property
     def authorizer(self):
@@ -132,7 +153,8 @@ class ProxyServer:
             task_status.started()
 
     def _context(self, listener: Listener):
-        return listener_context(self.proxy.config, listener, self.proxy.realm_for(listener))
+        return listener_context(self.proxy.config, listener, self.proxy.realm_for(listener),
+                                self.proxy.audits[listener.name])
 
     async def _follow_brokers(self, listener: Listener) -> None:
         """Open a port for each upstream broker in the metadata; close it when the broker leaves."""
@@ -181,6 +203,14 @@ class ProxyServer:
 async def serve_proxy(config: ProxyConfig, filter_factories: Mapping[str, Sequence[FilterFactory]] | None = None) -> None:
     """Run the proxy until SIGTERM or SIGINT."""
     proxy = Proxy(config, filter_factories)
+    try:
+        await _serve(proxy, config)
+    finally:
+        proxy.close()
+    log.info("shut down cleanly")
+
+
+async def _serve(proxy: Proxy, config: ProxyConfig) -> None:
     bootstrap = await open_listeners(proxy.config)
     try:
         metrics_listeners = await open_metrics_listeners(proxy.config)
@@ -204,4 +234,3 @@ async def serve_proxy(config: ProxyConfig, filter_factories: Mapping[str, Sequen
                 log.info("received %s, shutting down", signal.Signals(signum).name)
                 nursery.cancel_scope.cancel()
                 break
-    log.info("shut down cleanly")

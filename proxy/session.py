@@ -106,7 +106,8 @@ class ProxySession(RequestHandler):
                     self._pipe.close()
                 self._pipe = None
         cluster = self.proxy.virtual_clusters.get(conn.listener.name)
-        self.client = ClientInfo(principal=conn.principal, host=client_host(conn.peer), listener=conn.listener.name,
+        self.client = ClientInfo(principal=conn.principal, host=client_host(conn.peer), address=conn.peer,
+                                 listener=conn.listener.name,
                                  topic_prefix=cluster.topic_prefix if cluster is not None else "")
         self.chain = FilterChain([factory(self.client) for factory in self.proxy.filter_chain(conn.listener.name)],
                                  self.client)

@@ -243,7 +243,10 @@ def _denied(ctx: RequestContext, replica_id: int, names: list[str | None]) -> fr
     """The topics the principal may not fetch (request_acls.fetch_denials); one branch without an authorizer."""
     if ctx.authorizer is None:
         return NOTHING_DENIED
-    return fetch_denials(ctx.acl, replica_id, (n for n in names if n is not None)).topics
+    acl = ctx.acl
+    denied = fetch_denials(acl, replica_id, (n for n in names if n is not None)).topics
+    ctx.audit_denials(acl)
+    return denied
 
 
 def _names(ctx: RequestContext, keys: list) -> list[str | None]:

@@ -111,7 +111,10 @@ def _denials(ctx: RequestContext, request: ProduceRequest) -> ProduceDenials | N
     """KafkaApis.handleProduceRequest's ACL checks (request_acls, by name); None without an authorizer."""
     if ctx.connection.realm.authorizer is None:
         return None
-    return produce_denials(ctx.acl, request.transactional_id, (t.name or "" for t in request.topics))
+    acl = ctx.acl
+    denials = produce_denials(acl, request.transactional_id, (t.name or "" for t in request.topics))
+    ctx.audit_denials(acl)
+    return denials
 
 
 async def _append_topic(ctx: RequestContext, request: ProduceRequest, id_denied: bool, topic: str,

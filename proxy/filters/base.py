@@ -47,6 +47,7 @@ class ClientInfo:
 
     principal: str = "User:ANONYMOUS"
     host: str = ""
+    address: str = ""  # host:port, as the audit log names the client
     client_id: str | None = None
     listener: str = ""
     topic_prefix: str = ""  # the virtual cluster's, when the connection is a tenant's ("" otherwise)
