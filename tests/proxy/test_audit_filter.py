@@ -1,0 +1,50 @@
+"""The proxy's audit filter (proxy.filter.<name>.type=audit) as real clients make it: confluent-kafka logs in to
+the proxy with SASL/PLAIN, the proxy checks ACLs and forwards to a Logway broker. The same lines as the
+broker's own audit log (tests/gateway/audit_scenario.py): the failed login and the denied Produce from the
+proxy's own checks, the changes with the outcome the upstream answered."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from logway.server.security.authorizer import AclBinding, Authorizer, Operation, PatternType, Permission, ResourceType
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gateway"))
+from audit_scenario import check, perform  # noqa: E402
+
+PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule required"
+AUTHORIZER = "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")
+def test_the_proxy_writes_one_line_for_each_audited_operation(processes, tmp_path):
+    upstream = processes["gateway"]("data", "--override", AUTHORIZER, "--override", "super.users=User:ANONYMOUS",
+                                    "--override", "group.initial.rebalance.delay.ms=0",
+                                    "--override", "offsets.topic.num.partitions=1").start()
+    audit = tmp_path / "audit" / "proxy-audit.log"
+    audit.parent.mkdir()
+    proxy = processes["proxy"](
+        upstream.bootstrap,
+        "--override", "listener.security.protocol.map=PLAINTEXT:SASL_PLAINTEXT",
+        "--override", "sasl.enabled.mechanisms=PLAIN",
+        "--override", f'listener.name.plaintext.plain.sasl.jaas.config={PLAIN} user_admin="admin-secret" '
+                      'user_bob="bob-secret";',
+        "--override", AUTHORIZER, "--override", "super.users=User:admin",
+        "--override", "proxy.filters=audit", "--override", "proxy.filter.audit.type=audit",
+        "--override", f"proxy.filter.audit.file={audit}")
+    # bob may describe the topics at the proxy (CreateAcls through the proxy changes the upstream's ACLs).
+    acls = Authorizer()
+    acls.add(AclBinding(ResourceType.TOPIC, "audited", PatternType.PREFIXED, "User:bob", "*", Operation.DESCRIBE,
+                        Permission.ALLOW))
+    (proxy.workdir / "state").mkdir(parents=True)
+    acls.save(proxy.workdir / "state" / "logway-acls.json")
+    proxy.start().wait_node_port(1)
+
+    def conf(user: str, password: str, **extra) -> dict:
+        return {"bootstrap.servers": proxy.bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                "sasl.username": user, "sasl.password": password, **extra}
+    perform(conf, "audited-proxy", "audited-proxy-group")
+    check(audit, "audited-proxy", "audited-proxy-group")
