@@ -31,7 +31,7 @@ import trio
 from logway.proxy.api_versions import API_VERSIONS, API_VERSIONS_RANGE, Ranges, api_versions_response
 from logway.proxy.chain import FETCH_KEY, Answered, FilterChain, Seen
 from logway.proxy.fetch_walk import FetchWalk
-from logway.proxy.filters.base import REQUEST, RESPONSE, ClientInfo, Filter, Frame
+from logway.proxy.filters.base import REQUEST, RESPONSE, ClientInfo, Disconnect, Filter, Frame
 from logway.proxy.frames import (
     PRODUCE_KEY,
     SIZE,
@@ -90,6 +90,7 @@ class ProxySession(RequestHandler):
         self.node_id = node_id  # the upstream node this connection's port serves; None = bootstrap
         self._pipe = self._request_pipe = None
         self.stream_from = None  # large Produce requests are streamed upstream once there is a pipe for splice
+        self.silent = False  # a filter dropped the connection: nothing more is forwarded or answered
 
     @asynccontextmanager
     async def session(self, conn: Connection) -> AsyncIterator[None]:
@@ -139,7 +140,7 @@ class ProxySession(RequestHandler):
         buffered bytes sent, the rest spliced from the client's socket to the upstream's (walked for the
         observers). False (nothing done) for any other frame, or a head too short to read the acks from."""
         head = conn.buffered()[SIZE.size :]
-        if head[0] != 0 or head[1] != PRODUCE_KEY or conn.sasl is not None:
+        if head[0] != 0 or head[1] != PRODUCE_KEY or conn.sasl is not None or self.silent:
             return False
         try:
             header, pos = read_request_header(head)
@@ -189,6 +190,8 @@ class ProxySession(RequestHandler):
 
     async def forward(self, frame: memoryview) -> None:
         """Forward one request upstream (or answer it) and queue what its response will need."""
+        if self.silent:
+            return
         header, pos = read_request_header(frame)
         self.client.principal, self.client.client_id = self.conn.principal, header.client_id
         if header.api_key == API_VERSIONS:
@@ -205,10 +208,15 @@ class ProxySession(RequestHandler):
             try:
                 out, pending.seen = self.chain.request(header, frame, pos, pending.upstream_correlation_id, plan)
             except Answered as answered:
+                await self._hold()
                 if expects_response:  # (an acks=0 Produce gets no answer, as from Kafka)
                     pending.answer = _framed(answered.frame)
                     await self._queue_in.send(pending)
                 return
+            except Disconnect as fault:
+                self._disconnect(fault)
+                return
+            await self._hold()
         if out is None:  # no filter changed the request: forward its bytes
             set_request_correlation_id(frame, pending.upstream_correlation_id)
             out = frame
@@ -223,6 +231,18 @@ class ProxySession(RequestHandler):
             raise ConnectionClosed() from None
         if expects_response:
             await self._queue_in.send(pending)
+
+    async def _hold(self) -> None:
+        """Hold the request the chain just saw for as long as a filter asked (this connection's read loop only)."""
+        if self.chain.hold > 0:
+            await trio.sleep(self.chain.hold)
+
+    def _disconnect(self, fault: Disconnect) -> None:
+        """A filter's Disconnect: close the connection, or go silent until the client closes it."""
+        log.debug("connection from %s: %s", self.conn.peer, fault)
+        if not fault.silent:
+            raise ConnectionClosed()
+        self.silent = True
 
     def _check_advertised(self, header: RequestHeader) -> None:
         ranges = self.ranges

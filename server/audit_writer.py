@@ -22,7 +22,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,20 +101,6 @@ class AuditLog(Audit):
                             "(%d so far) until the writer catches up", self.settings.file,
                             self.settings.queue_events, self.dropped)
 
-    def families(self, labels: Mapping[str, str] | None = None) -> list[Metric]:
-        """The writer's counters as Prometheus families (both processes' /metrics), with ``labels``."""
-        labels = dict(labels or {})
-        out = []
-        for name, doc, value in (
-                ("logway_audit_events_written", "Audit log lines written", self.written),
-                ("logway_audit_events_dropped", "Audit events dropped because the audit log's queue was full",
-                 self.dropped),
-                ("logway_audit_events_failed", "Audit log lines lost to a write error", self.failed)):
-            family = CounterMetricFamily(name, doc, labels=list(labels))
-            family.add_metric(list(labels.values()), value)
-            out.append(family)
-        return out
-
     def close(self, timeout: float = 5.0) -> None:
         """Stop taking events, write the queued ones (within ``timeout`` seconds) and close the file."""
         if self._closed:
@@ -155,6 +141,21 @@ class AuditLog(Audit):
         except OSError as exc:
             self.failed += len(lines)
             log.warning("audit log %s: %d lines lost: %s", self.settings.file, len(lines), exc)
+
+
+def audit_families(logs: Sequence[tuple[Mapping[str, str], AuditLog]]) -> list[Metric]:
+    """The writers' counters as Prometheus families (both processes' /metrics), each log with its labels."""
+    out = []
+    for name, doc, value in (
+            ("logway_audit_events_written", "Audit log lines written", lambda a: a.written),
+            ("logway_audit_events_dropped", "Audit events dropped because the audit log's queue was full",
+             lambda a: a.dropped),
+            ("logway_audit_events_failed", "Audit log lines lost to a write error", lambda a: a.failed)):
+        family = CounterMetricFamily(name, doc, labels=list(logs[0][0]) if logs else [])
+        for labels, audit in logs:
+            family.add_metric(list(labels.values()), value(audit))
+        out.append(family)
+    return out
 
 
 def _line(when: float, event: Event) -> str:

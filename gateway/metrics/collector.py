@@ -29,7 +29,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.utils import floatToGoString
 
-from logway.server.audit_writer import AuditLog
+from logway.server.audit_writer import AuditLog, audit_families
 from logway.server.metrics_http import serve_scrapes
 from logway.server.stats import LATENCY_BOUNDS_MS, request_label
 
@@ -176,7 +176,7 @@ def take_snapshot(broker: Broker) -> Snapshot:
                  stats.compaction_bytes_removed),
         retention_runs=stats.retention_runs,
         groups=groups,
-        audit=broker.audit.families() if isinstance(broker.audit, AuditLog) else [],
+        audit=audit_families([({}, broker.audit)]) if isinstance(broker.audit, AuditLog) else [],
     )
 
 

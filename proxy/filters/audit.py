@@ -19,13 +19,16 @@ writes it (server/audit_writer.py), so no connection waits on the disk.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
+
+from prometheus_client import CollectorRegistry
 
 from logway.proxy.filter_config import FilterSettings, filter_type
 from logway.proxy.filters.base import ClientInfo, Filter, every_version
 from logway.server.audit import Audit, Client
 from logway.server.audit_changes import CHANGE_APIS, change_events, changes_anything
-from logway.server.audit_writer import KEYS, STDERR, AuditLog, AuditSettings
+from logway.server.audit_writer import KEYS, STDERR, AuditLog, AuditSettings, audit_families
 from logway.server.config import ConfigError
 
 
@@ -63,13 +66,16 @@ class AuditFilters:
 
 
 class _Counters:
-    """The writer's counters in the proxy's registry, labelled with the filter's name."""
+    """The audit logs' counters in the proxy's registry, each labelled with its filter's name."""
 
-    def __init__(self, audit: AuditLog, name: str) -> None:
-        self.audit, self.name = audit, name
+    def __init__(self) -> None:
+        self.logs: list[tuple[dict[str, str], AuditLog]] = []
 
     def collect(self):
-        return self.audit.families({"filter": self.name})
+        return audit_families(self.logs)
+
+
+_COUNTERS: weakref.WeakKeyDictionary[CollectorRegistry, _Counters] = weakref.WeakKeyDictionary()
 
 
 @filter_type("audit", {**KEYS, "file": STDERR})
@@ -82,5 +88,9 @@ def build(settings: FilterSettings) -> AuditFilters:
     except OSError as exc:
         raise ConfigError(f"{settings.key('file')}={options.file}: cannot open: {exc.strerror or exc}") from None
     if settings.registry is not None:
-        settings.registry.register(_Counters(audit, settings.name))
+        counters = _COUNTERS.get(settings.registry)
+        if counters is None:
+            counters = _COUNTERS[settings.registry] = _Counters()
+            settings.registry.register(counters)
+        counters.logs.append(({"filter": settings.name}, audit))
     return AuditFilters(audit)

@@ -9,7 +9,7 @@ import os
 import threading
 
 from logway.server.audit import MAX_ITEMS, MAX_STRING, Client, authentication, change
-from logway.server.audit_writer import AuditLog, AuditSettings
+from logway.server.audit_writer import AuditLog, AuditSettings, audit_families
 
 ALICE = Client("User:alice", "127.0.0.1:5000", "PLAINTEXT", "app")
 
@@ -73,7 +73,7 @@ def test_a_stuck_disk_drops_and_counts_events_and_the_log_says_so(tmp_path):
     assert gaps and {e["outcome"] for e in gaps} == {"dropped"}
     assert sum(e["dropped"] for e in gaps) == audit.dropped
     assert len(groups) + audit.dropped == total
-    assert audit.families()[1].samples[0].value == audit.dropped  # logway_audit_events_dropped_total
+    assert audit_families([({}, audit)])[1].samples[0].value == audit.dropped  # logway_audit_events_dropped_total
 
 
 def test_a_line_is_bounded_whatever_a_request_holds(tmp_path):
