@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from logway.gateway.in_process import InProcessGateway
@@ -66,3 +67,32 @@ def test_mtls_logins_are_audited_whether_they_succeed_or_not(broker):
     failed = events(audit, lambda e: e["event"] == "authentication" and e["mechanism"] == "SSL"
                     and e["outcome"] == "failure")
     assert failed and failed[0]["principal"] is None and "SSL handshake failed" in failed[0]["message"]
+
+
+def test_aborted_transactions_are_audited_whether_the_client_or_the_timeout_aborted(tmp_path):
+    audit = tmp_path / "audit.log"
+    gateway = InProcessGateway(tmp_path / "data", {
+        "audit.log.file": str(audit), "transaction.abort.timed.out.transaction.cleanup.interval.ms": "100",
+        "transaction.state.log.num.partitions": "1", "offsets.topic.num.partitions": "1"}).start()
+    try:
+        aborting = Producer({"bootstrap.servers": gateway.bootstrap, "transactional.id": "tx-aborted"})
+        aborting.init_transactions(15)
+        aborting.begin_transaction()
+        aborting.produce("txn-audited", b"never committed")
+        aborting.flush(15)
+        aborting.abort_transaction(15)
+        stuck = Producer({"bootstrap.servers": gateway.bootstrap, "transactional.id": "tx-timed-out",
+                          "transaction.timeout.ms": 1000, "socket.timeout.ms": 1000})
+        stuck.init_transactions(15)
+        stuck.begin_transaction()
+        stuck.produce("txn-audited", b"never committed either")
+        stuck.flush(15)  # and never ended: the coordinator aborts it after a second
+        (aborted,) = events(audit, lambda e: e.get("action") == "EndTxn" and e["resource_name"] == "tx-aborted")
+        assert (aborted["outcome"], aborted["principal"], aborted["details"]["result"]) == (
+            "success", "User:ANONYMOUS", "ABORT")
+        (timed_out,) = events(audit, lambda e: e.get("action") == "EndTxn" and e["resource_name"] == "tx-timed-out")
+        assert "principal" not in timed_out  # no client asked for it
+        assert timed_out["details"]["reason"] == "timed out after transaction.timeout.ms=1000"
+        assert b"never committed" not in audit.read_bytes()
+    finally:
+        gateway.stop()

@@ -5,6 +5,7 @@ proxy's own checks, the changes with the outcome the upstream answered."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -48,3 +49,15 @@ def test_the_proxy_writes_one_line_for_each_audited_operation(processes, tmp_pat
                 "sasl.username": user, "sasl.password": password, **extra}
     perform(conf, "audited-proxy", "audited-proxy-group")
     check(audit, "audited-proxy", "audited-proxy-group")
+
+
+def test_an_audit_file_the_proxy_cannot_open_stops_it_with_one_line(tmp_path):
+    missing = tmp_path / "missing" / "audit.log"
+    result = subprocess.run([sys.executable, "-m", "logway.cli", "proxy", "--upstream-bootstrap-servers", "127.0.0.1:9",
+                             "--listeners", "PLAINTEXT://127.0.0.1:19599", "--override", f"log.dirs={tmp_path}",
+                             "--override", "proxy.filters=audit", "--override", "proxy.filter.audit.type=audit",
+                             "--override", f"proxy.filter.audit.file={missing}"],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"logway: configuration error: proxy.filter.audit.file={missing}: cannot open: No such file or directory" \
+        in result.stderr
