@@ -155,12 +155,12 @@ def _alter_user_scram_credentials(client: Client, action: str, request: Any, res
 
 
 def _alter_client_quotas(client: Client, action: str, request: Any, response: Any) -> Iterator[Event]:
-    def entity(entries: Any) -> tuple:
-        return tuple((e.entity_type, e.entity_name) for e in entries)
+    def entity(entries: Any) -> tuple:  # (an answer may list an entity's parts in another order)
+        return tuple(sorted((e.entity_type, e.entity_name or "") for e in entries))
     ops = {entity(e.entity): e.ops for e in request.entries}
     for result in response.entries:
         key = entity(result.entity)
-        name = ",".join(f"{t}={n if n is not None else '<default>'}" for t, n in key)
+        name = ",".join(f"{t}={n or '<default>'}" for t, n in key)
         shown = [{"key": o.key, "remove": True} if o.remove else {"key": o.key, "value": o.value}
                  for o in ops.get(key, ())]
         yield _event(client, action, "CLIENT_QUOTA", name, result.error_code, result.error_message, ops=shown)
