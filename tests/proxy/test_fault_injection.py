@@ -47,6 +47,9 @@ FILTERS = {
     # The group coordinator unavailable for the chaos-* clients (seed 1: the first draw fails).
     "coordinator": {"apis": GROUP_APIS, "client.id": "chaos-.*", "error": "COORDINATOR_NOT_AVAILABLE",
                     "error.rate": "0.3", "seed": "1"},
+    # The same for the Java consumers, OffsetFetch included.
+    "java-coordinator": {"apis": f"{GROUP_APIS},OffsetFetch", "client.id": "chaos-java", "error":
+                         "COORDINATOR_NOT_AVAILABLE", "error.rate": "0.2", "seed": "1"},
     "slow": {"apis": "Metadata", "topics": "slow-.*", "latency.ms": "600000"},
     "throttled": {"apis": "Metadata", "topics": "throttled-.*", "throttle.ms": "1234"},
     "dropped": {"apis": "Metadata", "topics": "dropped-.*", "drop.rate": "1"},
@@ -118,6 +121,23 @@ def test_librdkafka_recovers_from_every_fault_and_its_group_commits(chaos):
     assert sum(p.offset for p in committed) == 600
     assert _injected(metrics_port, "closing", "disconnect", "Produce") > 0
     assert sum(_injected(metrics_port, "coordinator", "error", api) for api in GROUP_APIS.split(",")) > 0
+
+
+def test_java_group_members_recover_from_an_unavailable_coordinator(chaos, tmp_path):
+    proxy, metrics_port = chaos
+    first, second = make_records(40, 4), make_records(20, 4, start=40)
+    out = java("group", proxy.bootstrap, unique("faulty-java-group"), unique("chaos-java-g"),
+               write_spec(tmp_path, "first", first), write_spec(tmp_path, "second", second),
+               "session.timeout.ms=10000", "heartbeat.interval.ms=1000", "client.id=chaos-java",
+               "retry.backoff.ms=20", timeout=150)
+    assert int(out.facts["assigned.a"]) + int(out.facts["assigned.b"]) == 4
+    assert_exact(first, [g for g in out.records if g.tag in ("a", "b")])  # each record once, in the group
+    counts = {p: sum(1 for r in first if r.partition == p) for p in range(4)}
+    assert {k: int(v) for k, v in out.facts.items() if k.startswith("committed.")} == {
+        f"committed.{p}": n for p, n in counts.items()}
+    assert_exact(second, [g for g in out.records if g.tag == "c"], counts)  # resumed from the commits
+    assert sum(_injected(metrics_port, "java-coordinator", "error", api)
+               for api in (*GROUP_APIS.split(","), "OffsetFetch")) > 0
 
 
 def _metadata_for(topic: str) -> bytes:
