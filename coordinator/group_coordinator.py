@@ -1,9 +1,10 @@
-"""The classic group coordinator (Kafka's GroupCoordinator + GroupMetadataManager), sans-IO: a facade over its parts.
+"""The group coordinator (Kafka's GroupCoordinator + GroupMetadataManager), sans-IO: a facade over its parts.
 
 ``GroupCoordinator`` owns the shared state (the ``GroupCache`` of groups and loaded partitions, the timers)
-and serves each request from the module that holds its idea: ``membership`` (JoinGroup, SyncGroup,
-Heartbeat, LeaveGroup, rebalances and sessions), ``offsets`` (OffsetCommit, TxnOffsetCommit and its
-markers, OffsetFetch, OffsetDelete, expiry) and ``group_admin`` (DescribeGroups, ListGroups, DeleteGroups).
+and serves each request from the module that holds its idea: ``membership`` (the classic protocol: JoinGroup,
+SyncGroup, Heartbeat, LeaveGroup, rebalances and sessions), ``consumer_membership`` (KIP-848:
+ConsumerGroupHeartbeat), ``offsets`` (OffsetCommit, TxnOffsetCommit and its markers, OffsetFetch,
+OffsetDelete, expiry) and ``group_admin`` (DescribeGroups, ListGroups, DeleteGroups, ConsumerGroupDescribe).
 
 Every request method takes the request's fields, ``now_ms`` and a ``respond`` callback that is called
 exactly once: at once, or later from another call or from ``tick``. ``respond`` must not call back into
@@ -15,15 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from logway.coordinator.group import GroupMetadata
+from logway.coordinator.consumer_membership import ConsumerMembership
 from logway.coordinator.group_admin import GroupAdmin
-from logway.coordinator.group_cache import GroupCache
+from logway.coordinator.group_cache import AnyGroup, GroupCache
 from logway.coordinator.group_config import GroupConfig
 from logway.coordinator.group_store import Record
 from logway.coordinator.membership import Membership
 from logway.coordinator.offsets import Offsets
 from logway.coordinator.offsets_log import OffsetsLog
 from logway.coordinator.timers import Timers
+from logway.coordinator.topics_image import TopicsImage, TopicsSnapshot
 
 __all__ = ["GroupCoordinator"]
 
@@ -31,18 +33,23 @@ __all__ = ["GroupCoordinator"]
 class GroupCoordinator:
     """Consumer groups and committed offsets for every ``__consumer_offsets`` partition of this broker."""
 
-    def __init__(self, offsets_log: OffsetsLog, config: GroupConfig | None = None) -> None:
+    def __init__(self, offsets_log: OffsetsLog, config: GroupConfig | None = None,
+                 topics: TopicsImage | None = None) -> None:
         self.config = config or GroupConfig()
+        topics = topics or TopicsSnapshot()
         self._cache = GroupCache(offsets_log, self.config.num_partitions)
         self._timers = Timers()
         self._membership = membership = Membership(self._cache, self._timers, self.config)
-        self._offsets = offsets = Offsets(self._cache, membership, self.config)
-        admin = GroupAdmin(self._cache, offsets)
+        self._consumers = consumers = ConsumerMembership(self._cache, self._timers, self.config, topics)
+        self._offsets = offsets = Offsets(self._cache, membership, self.config, topics)
+        admin = GroupAdmin(self._cache, offsets, consumers, topics, self.config)
         # The requests, each served by the part that holds its idea.
         self.join_group = membership.join_group
         self.sync_group = membership.sync_group
         self.heartbeat = membership.heartbeat
         self.leave_group = membership.leave_group
+        self.consumer_group_heartbeat = consumers.heartbeat
+        self.consumer_group_describe = admin.consumer_group_describe
         self.offset_commit = offsets.offset_commit
         self.txn_offset_commit = offsets.txn_offset_commit
         self.complete_txn = offsets.complete_txn
@@ -78,8 +85,11 @@ class GroupCoordinator:
         The gateway may read the records off the event loop and pass them in. ``pending_txn`` holds the
         offset records of transactions with no marker yet, by producer id: they wait for it.
         """
-        for group in self._cache.replay(partition, now_ms, records):
+        classic, consumer = self._cache.replay(partition, now_ms, records)
+        for group in classic:
             self._membership.start_sessions(group, now_ms)
+        for consumer_group in consumer:
+            self._consumers.start_sessions(consumer_group, now_ms)
         self._offsets.load_pending_txn(pending_txn or {})
         self._cache.partitions.add(partition)
 
@@ -88,13 +98,13 @@ class GroupCoordinator:
         for partition in sorted(self.loading):
             self.load(partition, now_ms)
 
-    def group(self, group_id: str) -> GroupMetadata | None:
-        """The in-memory group, for inspection."""
-        return self._cache.get(group_id)
+    def group(self, group_id: str) -> AnyGroup | None:
+        """The in-memory group (classic or consumer), for inspection."""
+        return self._cache.any_group(group_id)
 
-    def groups(self) -> list[GroupMetadata]:
+    def groups(self) -> list[AnyGroup]:
         """Every group of the loaded partitions, for metrics."""
-        return list(self._cache.groups.values())
+        return self._cache.all_groups()
 
     def tick(self, now_ms: int) -> int | None:
         """Run due timers (session expiry, rebalance timeout, initial delay, pending sync); return the next deadline."""

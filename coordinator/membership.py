@@ -88,6 +88,16 @@ class Membership:
             return None, error
         if not self._config.min_session_timeout_ms <= request.session_timeout_ms <= self._config.max_session_timeout_ms:
             return None, E.invalid_session_timeout
+        consumer = self._cache.consumer(request.group_id)
+        if consumer is not None:
+            # KIP-848: an empty consumer group becomes a classic group on a JoinGroup (Kafka deletes it first);
+            # a consumer group with members would take the member in with the classic protocol, which Logway does
+            # not do yet: Kafka's answer when group.consumer.migration.policy=disabled.
+            if not consumer.is_empty():
+                return None, E.inconsistent_group_protocol
+            error = self._cache.replace_consumer(consumer, now_ms)
+            if error != E.none:
+                return None, error
         if self._cache.get(request.group_id) is None and request.member_id != "":
             return None, E.unknown_member_id
         return self._cache.get_or_create(request.group_id, now_ms), E.none

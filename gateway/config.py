@@ -30,6 +30,14 @@ BROKER_DEFAULTS: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "3000",
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",
+    # KIP-848 consumer groups (coordinator/consumer_membership.py), Kafka 4.3's names and defaults.
+    "group.consumer.session.timeout.ms": "45000",
+    "group.consumer.heartbeat.interval.ms": "5000",
+    "group.consumer.max.size": "2147483647",
+    "group.consumer.assignors": "uniform,range",
+    "group.consumer.assignment.interval.ms": "1000",
+    "group.consumer.regex.refresh.interval.ms": "600000",
+    "group.consumer.migration.policy": "bidirectional",
     # Transactions (gateway/transactions.py), Kafka's names and defaults.
     "transaction.state.log.num.partitions": "50",
     "transaction.max.timeout.ms": "900000",

@@ -20,6 +20,8 @@ from logway.gateway.apis import (
     alter_partition_reassignments,
     alter_user_scram_credentials,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_acls,
     create_partitions,
     create_topics,
@@ -134,6 +136,8 @@ API_MODULES: tuple[ModuleType, ...] = (
     describe_producers,
     describe_transactions,
     list_transactions,
+    consumer_group_heartbeat,
+    consumer_group_describe,
 )
 REGISTRY: dict[int, ModuleType] = {m.API_KEY: m for m in API_MODULES}
 # The APIs whose ACL checks are the shared ones (applied here, not in their handlers).
@@ -146,6 +150,7 @@ SHARED_ACL_CHECKS = frozenset({
     alter_user_scram_credentials.API_KEY, alter_partition_reassignments.API_KEY, create_partitions.API_KEY,
     delete_records.API_KEY, describe_producers.API_KEY, offset_fetch.API_KEY, list_offsets.API_KEY,
     offset_for_leader_epoch.API_KEY, list_transactions.API_KEY, describe_transactions.API_KEY, elect_leaders.API_KEY,
+    consumer_group_heartbeat.API_KEY, consumer_group_describe.API_KEY,
 })
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -31,6 +32,7 @@ from logway.wire.records import ControlType, DecodedBatch, build_batch, control_
 
 if TYPE_CHECKING:
     from logway.gateway.broker import Broker
+    from logway.gateway.config import BrokerConfig
     from logway.storage.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
@@ -150,6 +152,48 @@ def _whole_batches(data: bytes) -> Iterator[tuple[BatchHeader, DecodedBatch | No
         pos += header.size
 
 
+class BrokerTopics:
+    """coordinator.topics_image.TopicsImage over the broker's live topics (what KIP-848 assignments name)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._topics = broker.logs.topics
+
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        topic = self._topics.get(name)
+        return None if topic is None else topic.topic_id
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        # Linear, but only for describing assignments (ConsumerGroupDescribe): not on a request's hot path.
+        return next((t.name for t in self._topics.values() if t.topic_id == topic_id), None)
+
+    def partition_count(self, name: str) -> int:
+        topic = self._topics.get(name)
+        return 0 if topic is None else len(topic.partitions)
+
+    def names(self) -> Iterable[str]:
+        return list(self._topics)
+
+
+def group_config(config: BrokerConfig) -> GroupConfig:
+    """The coordinator's settings from the broker's properties (Kafka's names)."""
+    props = config.properties
+    return GroupConfig(
+        num_partitions=config.offsets_topic_num_partitions,
+        initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+        offsets_retention_ms=int(props["offsets.retention.minutes"]) * 60_000,
+        max_session_timeout_ms=int(props["group.max.session.timeout.ms"]),
+        min_session_timeout_ms=int(props["group.min.session.timeout.ms"]),
+        offset_metadata_max_bytes=int(props["offset.metadata.max.bytes"]),
+        consumer_session_timeout_ms=int(props["group.consumer.session.timeout.ms"]),
+        consumer_heartbeat_interval_ms=int(props["group.consumer.heartbeat.interval.ms"]),
+        consumer_max_size=int(props["group.consumer.max.size"]),
+        consumer_assignors=tuple(a.strip() for a in props["group.consumer.assignors"].split(",") if a.strip()),
+        consumer_assignment_interval_ms=int(props["group.consumer.assignment.interval.ms"]),
+        consumer_regex_refresh_interval_ms=int(props["group.consumer.regex.refresh.interval.ms"]),
+        consumer_migration_policy=props["group.consumer.migration.policy"],
+    )
+
+
 class GroupService:
     """Async front of the GroupCoordinator, owned by the Broker."""
 
@@ -157,14 +201,7 @@ class GroupService:
         config = broker.config
         self.offsets_log = ConsumerOffsetsLog(broker)
         props = config.properties
-        self.coordinator = GroupCoordinator(self.offsets_log, GroupConfig(
-            num_partitions=config.offsets_topic_num_partitions,
-            initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
-            offsets_retention_ms=int(props["offsets.retention.minutes"]) * 60_000,
-            max_session_timeout_ms=int(props["group.max.session.timeout.ms"]),
-            min_session_timeout_ms=int(props["group.min.session.timeout.ms"]),
-            offset_metadata_max_bytes=int(props["offset.metadata.max.bytes"]),
-        ))
+        self.coordinator = GroupCoordinator(self.offsets_log, group_config(config), BrokerTopics(broker))
         self._retention_check_ms = int(props["offsets.retention.check.interval.ms"])
         self._wakeup = trio.Event()
 

@@ -178,6 +178,7 @@ class Cluster:
         metadata: str = "",
         leader_epoch: int = -1,
         retention_time_ms: int = -1,
+        api_version: int = 9,
     ) -> dict[tuple[str, int], ErrorCode]:
         reply = Reply()
         self.gc.offset_commit(
@@ -187,6 +188,7 @@ class Cluster:
             instance,
             [CommitOffset(t, p, o, leader_epoch, metadata) for (t, p), o in offsets.items()],
             retention_time_ms=retention_time_ms,
+            api_version=api_version,
             now_ms=self.now,
             respond=reply,
         )
