@@ -33,6 +33,10 @@ BROKER_DEFAULTS: dict[str, str] = {
     # KIP-848 consumer groups (coordinator/consumer_membership.py), Kafka 4.3's names and defaults.
     "group.consumer.session.timeout.ms": "45000",
     "group.consumer.heartbeat.interval.ms": "5000",
+    "group.consumer.min.session.timeout.ms": "45000",
+    "group.consumer.max.session.timeout.ms": "60000",
+    "group.consumer.min.heartbeat.interval.ms": "5000",
+    "group.consumer.max.heartbeat.interval.ms": "15000",
     "group.consumer.max.size": "2147483647",
     "group.consumer.assignors": "uniform,range",
     "group.consumer.assignment.interval.ms": "1000",

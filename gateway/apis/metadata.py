@@ -5,7 +5,8 @@ is_internal and rack; v2 cluster_id; v3 throttle_time_ms; v4 allow_auto_topic_cr
 versions always allow it); v5 offline_replicas; v7 leader_epoch; v8 authorized operations (when asked for:
 the operations the principal may do, every supported one without an authorizer, as Kafka's AuthHelper); v9 flexible; v10 topic ids (a request may name topics by id: unknown
 ids get UNKNOWN_TOPIC_ID); v11 drops cluster authorized operations; v12 allows null topic names in the
-response for id lookups. Auto-creation follows auto.create.topics.enable with num.partitions, and an
+response for id lookups (a topic with a non-zero id is looked up by id, whatever its name: KIP-848 consumers
+resolve the topic ids of their assignment this way). Auto-creation follows auto.create.topics.enable with num.partitions, and an
 auto-created topic is answered at once (this broker is its own controller, nothing to wait for).
 """
 
@@ -99,8 +100,10 @@ async def handle(ctx, request):
         by_id = {t.topic_id: t.name for t in broker.logs.topics.values()} if ctx.version >= 10 else {}
         for t in topics:
             name = t if isinstance(t, str) else t.name
-            if name is None:
-                topic_id = getattr(t, "topic_id", None)
+            topic_id = getattr(t, "topic_id", None)
+            if name is None or (ctx.version >= 12 and topic_id is not None):
+                # A lookup by id: the Java client's MetadataRequest.Builder.forTopicIds leaves the name at its
+                # schema default "" (not null), and Kafka looks up every non-zero id by id.
                 found = by_id.get(topic_id)
                 if found is None:
                     entries.append({**topic_entry(broker, "", ErrorCode.unknown_topic_id, topic_id), "name": None})

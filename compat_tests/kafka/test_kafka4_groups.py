@@ -1,0 +1,151 @@
+"""KIP-848 consumer groups end to end, with Kafka 4.3.1's Java client and librdkafka, against Logway and against
+Apache Kafka 4.3.1 itself (each test runs on both: what passes on Kafka must pass on Logway).
+
+Two ``group.protocol=consumer`` consumers split a 4-partition topic and read every record once; a third resumes
+at their committed offsets; a regex subscription picks up a topic created after it joined; Kafka's
+``kafka-consumer-groups`` describes the group.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from compat_tests.kafka.kafka4_client import Kafka4Client
+from compat_tests.kafka.sides import Side
+from compat_tests.kafka.test_tools import GROUPS, tool
+
+SIDES = ("kafka", "logway")
+CONSUMER_PROTOCOL = "group.protocol=consumer"
+
+
+@pytest.fixture(params=SIDES)
+def side(request) -> tuple[str, int]:
+    """(bootstrap, port) of the reference Kafka or of the Logway configured alike."""
+    broker = request.getfixturevalue("kafka" if request.param == "kafka" else "logway_ref")
+    return broker.bootstrap, broker.port
+
+
+@pytest.fixture
+def clients(tmp_path) -> Iterator[list[Kafka4Client]]:
+    started: list[Kafka4Client] = []
+    yield started
+    for client in started:
+        client.kill()
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _produce(bootstrap: str, topic: str, values: list[str], partitions: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value.encode(), partition=i % partitions)
+    assert producer.flush(30) == 0
+
+
+def _start(clients: list, bootstrap: str, group: str, topic: str, tmp_path, *config: str) -> Kafka4Client:
+    client = Kafka4Client.start("consume", bootstrap, group, topic, CONSUMER_PROTOCOL, *config, log_dir=tmp_path)
+    clients.append(client)
+    return client
+
+
+def test_two_java_consumers_split_a_topic_and_a_third_resumes(side, clients, tmp_path) -> None:
+    bootstrap, port = side
+    topic, group = _name("kip848"), _name("kip848-group")
+    Side("broker", port).create_topic(topic, 4)
+    all_partitions = {f"{topic}-{p}" for p in range(4)}
+    a = _start(clients, bootstrap, group, topic, tmp_path)
+    b = _start(clients, bootstrap, group, topic, tmp_path)
+    a.wait_for(lambda: a.assignment() | b.assignment() == all_partitions and len(a.assignment()) == 2
+               and len(b.assignment()) == 2, "the two members own two partitions each")
+    assert not a.assignment() & b.assignment()
+    first = [f"first-{i}" for i in range(200)]
+    _produce(bootstrap, topic, first, 4)
+    a.wait_for(lambda: len(a.records()) + len(b.records()) >= 200, "200 records read between the two")
+    got = a.records() + b.records()
+    assert sorted(r.value for r in got) == sorted(first)  # every record once
+    assert {f"{r.topic}-{r.partition}" for r in a.records()} <= a.assignment()
+    a.stop()
+    b.stop()
+    second = [f"second-{i}" for i in range(40)]
+    _produce(bootstrap, topic, second, 4)
+    c = _start(clients, bootstrap, group, topic, tmp_path)
+    c.wait_for(lambda: len(c.records()) >= 40, "the third member read the 40 new records")
+    assert sorted(r.value for r in c.records()) == sorted(second)  # it resumed at the committed offsets
+    c.stop()
+
+
+def test_regex_subscription_picks_up_a_new_topic(side, clients, tmp_path) -> None:
+    bootstrap, port = side
+    stem = _name("kip848re")
+    broker = Side("broker", port)
+    broker.create_topic(f"{stem}-a", 2)
+    consumer = _start(clients, bootstrap, _name("kip848re-group"), f"/{stem}-.*/", tmp_path)
+    consumer.wait_for(lambda: consumer.assignment() == {f"{stem}-a-0", f"{stem}-a-1"}, "the regex matched topic a")
+    broker.create_topic(f"{stem}-b", 1)
+    _produce(bootstrap, f"{stem}-b", ["in-b"], 1)
+    consumer.wait_for(lambda: any(r.value == "in-b" for r in consumer.records()), "topic b, created later, is read",
+                      timeout=120)
+    consumer.stop()
+
+
+def test_librdkafka_consumer_protocol(side, tmp_path) -> None:
+    """confluent-kafka (librdkafka) with group.protocol=consumer: two consumers split the topic, commits stick."""
+    bootstrap, port = side
+    topic, group = _name("kip848rd"), _name("kip848rd-group")
+    Side("broker", port).create_topic(topic, 4)
+    values = [f"v{i}" for i in range(100)]
+    _produce(bootstrap, topic, values, 4)
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+            "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    consumers = [Consumer(conf), Consumer(conf)]
+    seen: list[str] = []
+    try:
+        for c in consumers:
+            c.subscribe([topic])
+        deadline = time.monotonic() + 90
+        while len(seen) < 100 and time.monotonic() < deadline:
+            for c in consumers:
+                for message in c.consume(50, timeout=0.2):
+                    assert message.error() is None, message.error()
+                    seen.append(message.value().decode())
+                    c.commit(message=message, asynchronous=False)
+        assert sorted(seen) == sorted(values)
+    finally:
+        for c in consumers:
+            c.close()
+    third = Consumer(conf)
+    try:
+        third.subscribe([topic])
+        _produce(bootstrap, topic, ["late"], 4)
+        late: list[str] = []
+        deadline = time.monotonic() + 60
+        while not late and time.monotonic() < deadline:
+            late += [m.value().decode() for m in third.consume(10, timeout=0.5) if m.error() is None]
+        assert late == ["late"]  # nothing of the first 100 again: the commits were kept
+    finally:
+        third.close()
+
+
+def test_kafka_consumer_groups_describes_a_consumer_protocol_group(side, clients, tmp_path) -> None:
+    bootstrap, port = side
+    topic, group = _name("kip848cli"), _name("kip848cli-group")
+    Side("broker", port).create_topic(topic, 2)
+    member = _start(clients, bootstrap, group, topic, tmp_path)
+    member.wait_for(lambda: len(member.assignment()) == 2, "the member owns both partitions")
+    members = tool(GROUPS, "--bootstrap-server", bootstrap, "--describe", "--group", group, "--members",
+                   "--verbose").stdout
+    # KIP-848 columns: the member's epoch, its assignment and its target (both partitions, at epoch 2).
+    row = next(line.split() for line in members.splitlines() if line.startswith(group))
+    assert row[-4:] == ["2", f"{topic}:0,1", "2", f"{topic}:0,1"], members
+    listed = tool(GROUPS, "--bootstrap-server", bootstrap, "--list", "--type").stdout
+    assert any(group in line and "Consumer" in line for line in listed.splitlines()), listed
+    state = tool(GROUPS, "--bootstrap-server", bootstrap, "--describe", "--group", group, "--state").stdout
+    assert "uniform" in state and "Stable" in state, state  # the server assignor and the group state
+    member.stop()
