@@ -77,7 +77,7 @@ class DescribedConsumerGroup:
     error_code: ErrorCode
     error_message: str | None = None
     group_state: str = ""
-    group_epoch: int = -1
-    assignment_epoch: int = -1
+    group_epoch: int = 0
+    assignment_epoch: int = 0
     assignor_name: str = ""
     members: tuple[DescribedConsumerMember, ...] = ()

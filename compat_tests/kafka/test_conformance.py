@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import pytest
 
+from compat_tests.kafka import cases_groups  # noqa: F401  (registers the KIP-848 cases)
 from compat_tests.kafka.cases import API_NAMES, CASES, CLIENT_SOFTWARE, LOGWAY_VERSIONS, Case
 from compat_tests.kafka.normalise import differences, normalise
 from compat_tests.kafka.sides import Side

@@ -81,6 +81,43 @@ def invalid_request(ctx, topics) -> object:
         for t in topics]})
 
 
+def _by_id(ctx, topic_id, by_id: dict) -> dict:
+    """The entry of a topic asked for by id."""
+    broker = ctx.broker
+    found = by_id.get(topic_id)
+    if found is None:
+        return {**topic_entry(broker, "", ErrorCode.unknown_topic_id, topic_id), "name": None}
+    if not ctx.authorized(Operation.DESCRIBE, ResourceType.TOPIC, found):
+        return {**topic_entry(broker, "", ErrorCode.topic_authorization_failed, topic_id), "name": None}
+    return topic_entry(broker, found)
+
+
+def _requested(ctx, topics, allow_create: bool) -> list[dict]:
+    """The entries of the topics a request names (by name, or by id from v12)."""
+    broker = ctx.broker
+    by_id = {t.topic_id: t.name for t in broker.logs.topics.values()} if ctx.version >= 10 else {}
+    # Kafka's KafkaApis: when any topic has a non-zero id, the request is an id lookup (names are ignored). The
+    # Java client's MetadataRequest.Builder.forTopicIds leaves each name at its schema default "", not null.
+    ids_only = ctx.version >= 12 and any(getattr(t, "topic_id", None) is not None for t in topics)
+    entries = []
+    for t in topics:
+        name = t if isinstance(t, str) else t.name
+        topic_id = getattr(t, "topic_id", None)
+        if ids_only or name is None:
+            if topic_id is not None or name is None:
+                entries.append(_by_id(ctx, topic_id, by_id))
+            continue
+        if not ctx.authorized(Operation.DESCRIBE, ResourceType.TOPIC, name):
+            # A named topic the principal may not DESCRIBE: TOPIC_AUTHORIZATION_FAILED (whether it exists or not).
+            entries.append(topic_entry(broker, name, ErrorCode.topic_authorization_failed))
+            continue
+        try:
+            entries.append(_lookup(ctx, name, allow_create))
+        except UnknownTopicOrPartition:
+            entries.append(topic_entry(broker, name, ErrorCode.unknown_topic_or_partition))
+    return entries
+
+
 async def handle(ctx, request):
     broker = ctx.broker
     topics = request.topics
@@ -97,30 +134,7 @@ async def handle(ctx, request):
         denied = ctx.denied_topics(Operation.DESCRIBE, names)
         entries = [topic_entry(broker, name) for name in names if not denied or name not in denied]
     else:
-        by_id = {t.topic_id: t.name for t in broker.logs.topics.values()} if ctx.version >= 10 else {}
-        for t in topics:
-            name = t if isinstance(t, str) else t.name
-            topic_id = getattr(t, "topic_id", None)
-            if name is None or (ctx.version >= 12 and topic_id is not None):
-                # A lookup by id: the Java client's MetadataRequest.Builder.forTopicIds leaves the name at its
-                # schema default "" (not null), and Kafka looks up every non-zero id by id.
-                found = by_id.get(topic_id)
-                if found is None:
-                    entries.append({**topic_entry(broker, "", ErrorCode.unknown_topic_id, topic_id), "name": None})
-                elif not ctx.authorized(Operation.DESCRIBE, ResourceType.TOPIC, found):
-                    entries.append({**topic_entry(broker, "", ErrorCode.topic_authorization_failed, topic_id),
-                                    "name": None})
-                else:
-                    entries.append(topic_entry(broker, found))
-                continue
-            if not ctx.authorized(Operation.DESCRIBE, ResourceType.TOPIC, name):
-                # A named topic the principal may not DESCRIBE: TOPIC_AUTHORIZATION_FAILED (whether it exists or not).
-                entries.append(topic_entry(broker, name, ErrorCode.topic_authorization_failed))
-                continue
-            try:
-                entries.append(_lookup(ctx, name, allow_create))
-            except UnknownTopicOrPartition:
-                entries.append(topic_entry(broker, name, ErrorCode.unknown_topic_or_partition))
+        entries = _requested(ctx, topics, allow_create)
     cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
     if 8 <= ctx.version <= 10 and request.include_cluster_authorized_operations:
         cluster_operations = (ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
