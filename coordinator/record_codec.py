@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from logway.coordinator.offsets_schema import SchemaError
 
-__all__ = ["Array", "Record", "SchemaError", "Struct", "decode", "decode_key", "encode", "encode_key",
+__all__ = ["Array", "Record", "SchemaError", "Struct", "decode", "decode_key", "decode_value", "encode", "encode_key",
            "encode_value", "record_type", "spec"]
 
 Record = tuple[bytes, bytes | None]
