@@ -307,8 +307,11 @@ class ConsumerMembership:
     def _metadata_hash(self, topics: Iterable[str]) -> int:
         """A stable 64-bit hash of the subscribed topics' ids and partition counts (Kafka's KIP-1101 hash plays
         the same part: a change means the assignment must be recomputed)."""
+        topics = sorted(topics)
+        if not topics:
+            return 0  # Kafka's hash of no topics
         digest = hashlib.blake2b(digest_size=8)
-        for name in sorted(topics):
+        for name in topics:
             digest.update(f"{name}\0{self._topics.topic_id(name)}\0{self._topics.partition_count(name)}\0".encode())
         return int.from_bytes(digest.digest(), "big", signed=True)
 

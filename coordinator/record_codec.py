@@ -56,7 +56,8 @@ Kind = str | Struct | Array
 
 def spec(kind: Kind, *, tag: int | None = None, default: Any = dataclasses.MISSING) -> Any:
     """A dataclass field of Kafka type ``kind`` ("int32", "string", "string?", "bytes", "uuid", "bool", a Struct
-    or an Array); ``tag`` makes it a tagged field (written only when it differs from ``default``)."""
+    or an Array); ``tag`` makes it a tagged field (written only when it differs from ``default``, except a
+    nullable struct, which Kafka writes even when null)."""
     if default is dataclasses.MISSING and isinstance(kind, Array):
         return dataclasses.field(metadata={"kind": kind, "tag": tag}, default_factory=tuple)
     return dataclasses.field(metadata={"kind": kind, "tag": tag}, default=default)
@@ -124,7 +125,9 @@ def _write_struct(value: Any, flexible: bool, out: bytearray) -> None:
         item = getattr(value, f.name)
         if tag is None:
             _write_value(kind, item, flexible, out)
-        elif item != _default(f):
+        elif item != _default(f) or (isinstance(kind, Struct) and kind.nullable):
+            # Kafka's generated write() also writes a tagged nullable struct when it is null (its presence
+            # marker alone): ConsumerGroupMemberMetadataValue.ClassicMemberMetadata of every consumer member.
             payload = bytearray()
             _write_value(kind, item, flexible, payload)
             tagged.append((tag, bytes(payload)))

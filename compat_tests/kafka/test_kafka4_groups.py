@@ -8,6 +8,8 @@ at their committed offsets; a regex subscription picks up a topic created after 
 
 from __future__ import annotations
 
+import json
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -15,6 +17,8 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Consumer, Producer
 
+from compat_tests.kafka.cases import _find_coordinator
+from compat_tests.kafka.cluster import java
 from compat_tests.kafka.kafka4_client import Kafka4Client
 from compat_tests.kafka.sides import Side
 from compat_tests.kafka.test_tools import GROUPS, tool
@@ -149,3 +153,51 @@ def test_kafka_consumer_groups_describes_a_consumer_protocol_group(side, clients
     state = tool(GROUPS, "--bootstrap-server", bootstrap, "--describe", "--group", group, "--state").stdout
     assert "uniform" in state and "Stable" in state, state  # the server assignor and the group state
     member.stop()
+
+
+DUMP_LOG = "org.apache.kafka.tools.DumpLogSegments"
+# Values that differ between any two brokers: when something happened, where the client was, the topic's id.
+_VOLATILE = ("assignmentTimestamp", "timestamp", "metadataHash", "clientHost", "topicId", "memberId")
+
+
+def _decoded_records(log_files: list[str], group: str) -> list[tuple]:
+    """(record type, key, value) of ``group``'s records as Kafka's DumpLogSegments --offsets-decoder prints them."""
+    out = java(DUMP_LOG, "--offsets-decoder", "--files", ",".join(log_files))
+    assert out.returncode == 0 and "Exception" not in out.stdout, out.stdout[-3000:] + out.stderr[-3000:]
+    records = []
+    for match in re.finditer(r"key: (\{.*?\}) payload: (\{.*\}|null)$", out.stdout, re.MULTILINE):
+        key, payload = json.loads(match.group(1)), json.loads(match.group(2))
+        if key.get("data", {}).get("groupId") != group:
+            continue
+        records.append((key["type"], _mask(key["data"]), _mask(payload)))
+    return records
+
+
+def _mask(value):
+    if isinstance(value, dict):
+        return {k: ("<set>" if k in _VOLATILE else _mask(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask(v) for v in value]
+    return value
+
+
+def test_kafka_dump_log_reads_consumer_group_records_as_kafka_writes_them(kafka, logway_ref) -> None:
+    """The same join, heartbeat and leave on both brokers; Kafka's own decoder prints the same records for both."""
+    group = _name("kip848dump")
+    decoded = {}
+    for name, broker, data_dirs in (("kafka", kafka, [n.data_dir for n in kafka.nodes]),
+                                    ("logway", logway_ref, [logway_ref.data_dir])):
+        side = Side(name, broker.port)
+        side.create_topic(group, 2)
+        _find_coordinator(side, 4, group)
+        member = "member-1"
+        joined = side.call(68, 1, {"group_id": group, "member_id": member, "member_epoch": 0, "rebalance_timeout": 30_000,
+                                   "subscribed_topic_names": [group], "topic_partitions": []})
+        assert joined.error_code.name == "none"
+        side.call(68, 1, {"group_id": group, "member_id": member, "member_epoch": -1, "topic_partitions": None})
+        files = sorted(str(f) for d in data_dirs for f in d.glob("__consumer_offsets-*/*.log"))
+        decoded[name] = _decoded_records(files, group)
+    for got, expected in zip(decoded["logway"], decoded["kafka"], strict=False):
+        assert got == expected
+    assert len(decoded["logway"]) == len(decoded["kafka"]), (decoded["logway"], decoded["kafka"])
+    assert [r[0] for r in decoded["logway"]][:5] == ["5", "3", "7", "6", "8"]
