@@ -17,7 +17,7 @@ import logging
 import secrets
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from logway.coordinator.assignors import ASSIGNORS, MemberSpec
@@ -45,14 +45,14 @@ from logway.coordinator.group import GroupMetadata, GroupState
 from logway.coordinator.group_cache import GroupCache
 from logway.coordinator.group_config import GroupConfig
 from logway.coordinator.group_store import group_tombstone
-from logway.coordinator.reconciliation import FencedMember, reconcile
+from logway.coordinator.reconciliation import FencedMember, OwnedPartitions, reconcile
 from logway.coordinator.results import Respond
 from logway.coordinator.timers import Timers
 from logway.coordinator.topic_regex import InvalidRegex, matching_topics
 from logway.coordinator.topics_image import TopicsImage
 from logway.wire.errors import ErrorCode
 
-__all__ = ["ConsumerMembership", "GroupError", "new_member_id"]
+__all__ = ["ConsumerMembership", "GroupError", "MemberChange", "new_member_id"]
 
 log = logging.getLogger(__name__)
 E = ErrorCode
@@ -76,8 +76,9 @@ def new_member_id() -> str:
 
 
 @dataclass(slots=True)
-class _Change:
-    """What one heartbeat changes, on top of the group as it is (nothing is replayed before the append)."""
+class MemberChange:
+    """What one heartbeat (or a classic JoinGroup to a consumer group) changes, on top of the group as it is
+    (nothing is replayed before the append)."""
 
     group: ConsumerGroup
     member: ConsumerGroupMember  # before this heartbeat (a new member: fresh, epoch 0)
@@ -105,12 +106,17 @@ class ConsumerMembership:
         self._timers = timers
         self._config = config
         self._topics = topics
+        # KIP-848 migration (group_migration.GroupMigration sets these): turn a classic group with members into a
+        # consumer group, and a consumer group left with only classic members back into a classic group.
+        self.upgrade: Callable[[GroupMetadata, int], ConsumerGroup] | None = None
+        self.downgrade: Callable[[ConsumerGroup, set[str], int], bool] | None = None
+        self.extra_timers: tuple[str, ...] = ()
 
     def start_sessions(self, group: ConsumerGroup, now_ms: int) -> None:
         """Kafka's onLoaded: every member of a loaded group gets a session, and a revocation deadline if revoking."""
         for member in group.members.values():
-            self._schedule_session(group.group_id, member.member_id, now_ms)
-            if member.state is MemberState.UNREVOKED_PARTITIONS:
+            self.schedule_session(group.group_id, member, now_ms)
+            if member.state is MemberState.UNREVOKED_PARTITIONS and not member.uses_classic_protocol:
                 self._schedule_rebalance_timeout(group.group_id, member, now_ms)
 
     # --- the request --------------------------------------------------------------------------------------
@@ -133,19 +139,12 @@ class ConsumerMembership:
 
     def _heartbeat(self, request: ConsumerHeartbeatRequest, now_ms: int) -> ConsumerHeartbeatResult:
         joining = request.member_epoch == 0
-        group, replacing = self._group_for(request.group_id, create=joining)
+        group, replacing = self._group_for(request.group_id, create=joining, now_ms=now_ms)
         member_id = request.member_id or new_member_id()
-        if len(group.members) >= self._config.consumer_max_size and member_id not in group.members:
-            raise GroupError(E.group_max_size_reached, "The consumer group has reached its maximum capacity of "
-                             f"{self._config.consumer_max_size} members.")
+        self.check_size(group, member_id)
         change = self._member_change(group, member_id, request, joining)
-        names_changed = self._record_subscription(change)
-        regexes_changed = self._update_regexes(change, request, now_ms)
-        epoch = self._maybe_bump_epoch(change, names_changed or regexes_changed)
-        target_epoch, target = self._maybe_update_target(change, epoch, now_ms)
-        reconciled = self._reconcile(change, target_epoch, target, names_changed or regexes_changed, request)
-        self._write(change.group, change.records, now_ms, replacing)
-        self._after_write(change, reconciled, now_ms)
+        reconciled = self.apply(change, owned=request.owned, topic_filter=request.topic_filter, now_ms=now_ms,
+                                replacing=replacing)
         full = (request.rebalance_timeout_ms != -1 and request.owned is not None
                 and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None))
         send_assignment = joining or full or change.member.assigned != reconciled.assigned
@@ -154,9 +153,31 @@ class ConsumerMembership:
             heartbeat_interval_ms=self._config.consumer_heartbeat_interval_ms,
             assignment={t: tuple(sorted(p)) for t, p in reconciled.assigned.items()} if send_assignment else None)
 
-    def _group_for(self, group_id: str, *, create: bool) -> tuple[ConsumerGroup, GroupMetadata | None]:
+    def check_size(self, group: ConsumerGroup, member_id: str) -> None:
+        """group.consumer.max.size: a new member is refused once the group is full."""
+        if len(group.members) >= self._config.consumer_max_size and member_id not in group.members:
+            raise GroupError(E.group_max_size_reached, "The consumer group has reached its maximum capacity of "
+                             f"{self._config.consumer_max_size} members.")
+
+    def apply(self, change: MemberChange, *, owned: OwnedPartitions, topic_filter: Callable[[str], bool] | None,
+              now_ms: int, replacing: GroupMetadata | None = None) -> ConsumerGroupMember:
+        """Kafka's three steps for a member update: record it (bumping the group epoch when its subscription or
+        the subscribed topics changed), recompute the target assignment if the epoch moved, reconcile the member;
+        then write and replay the records. Returns the reconciled member."""
+        names_changed = self._record_subscription(change)
+        regexes_changed = self._update_regexes(change, topic_filter, now_ms)
+        changed = names_changed or regexes_changed
+        epoch = self._maybe_bump_epoch(change, changed)
+        target_epoch, target = self._maybe_update_target(change, epoch, now_ms)
+        reconciled = self._reconcile(change, target_epoch, target, changed, owned)
+        self._write(change.group, change.records, now_ms, replacing)
+        self._after_write(change, reconciled, now_ms)
+        return reconciled
+
+    def _group_for(self, group_id: str, *, create: bool, now_ms: int) -> tuple[ConsumerGroup, GroupMetadata | None]:
         """The consumer group (a new one when joining), and the empty classic group of the same id it replaces
-        (Kafka's maybeDeleteEmptyClassicGroup: its committed offsets stay with the group id)."""
+        (Kafka's maybeDeleteEmptyClassicGroup: its committed offsets stay with the group id). A classic group
+        with members is converted first (the online upgrade)."""
         group = self._cache.consumer(group_id)
         if group is not None:
             return group, None
@@ -165,11 +186,13 @@ class ConsumerMembership:
         classic = self._cache.get(group_id)
         if classic is None or classic.is_state(GroupState.EMPTY):
             return ConsumerGroup(group_id), classic
-        raise GroupError(E.group_id_not_found, f"Cannot upgrade classic group {group_id} to consumer group because "
-                         "online upgrade is not supported.")
+        if self.upgrade is None:
+            raise GroupError(E.group_id_not_found, f"Cannot upgrade classic group {group_id} to consumer group "
+                             "because online upgrade is disabled.")
+        return self.upgrade(classic, now_ms), None
 
     def _member_change(self, group: ConsumerGroup, member_id: str, request: ConsumerHeartbeatRequest,
-                       joining: bool) -> _Change:
+                       joining: bool) -> MemberChange:
         """The member the heartbeat is from (created, or taken over by a returning static member) and its update."""
         records: list[GroupRecord] = []
         replaced = None
@@ -181,9 +204,10 @@ class ConsumerMembership:
                                      f"{group.group_id}.")
                 member = ConsumerGroupMember(member_id)
             else:
-                _check_epoch(member, request)
+                _check_epoch(member, request.member_epoch, request.owned)
         else:
-            member, replaced = self._static_member(group, member_id, request, joining, records)
+            member, replaced = self.static_member(group, member_id, request.instance_id, request.member_epoch,
+                                                  request.owned, joining=joining, records=records)
         updated = replace(
             member,
             instance_id=_given(request.instance_id, member.instance_id),
@@ -195,19 +219,22 @@ class ConsumerMembership:
             else frozenset(request.subscribed_topic_names),
             subscribed_topic_regex=_given(request.subscribed_topic_regex, member.subscribed_topic_regex),
             client_id=request.client_id, client_host=request.client_host, classic=None)
-        return _Change(group, member, updated, records, replaced)
+        return MemberChange(group, member, updated, records, replaced)
 
-    def _static_member(self, group: ConsumerGroup, member_id: str, request: ConsumerHeartbeatRequest,
-                       joining: bool, records: list[GroupRecord]) -> tuple[ConsumerGroupMember, str | None]:
+    def static_member(self, group: ConsumerGroup, member_id: str, instance_id: str | None, epoch: int,
+                      owned: OwnedPartitions, *, joining: bool, records: list[GroupRecord],
+                      classic: bool = False) -> tuple[ConsumerGroupMember, str | None]:
         """Kafka's getOrMaybeSubscribeStaticConsumerGroupMember: a static member joins, rejoins under a new member
-        id (taking over the old one's assignment once it left with epoch -2), or heartbeats."""
-        existing = group.static_member(request.instance_id)
+        id (taking over the old one's assignment once it left with epoch -2; a classic member may always take
+        over), or heartbeats. Returns the member and the member id it replaces."""
+        existing = group.static_member(instance_id)
         if joining:
             if existing is None:
                 return group.member(member_id) or ConsumerGroupMember(member_id), None
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not existing.uses_classic_protocol:
+            released = existing.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH or existing.uses_classic_protocol
+            if not (released or classic):
                 raise GroupError(E.unreleased_instance_id, f"Static member {member_id} with instance id "
-                                 f"{request.instance_id} cannot join the group because the instance id is owned by "
+                                 f"{instance_id} cannot join the group because the instance id is owned by "
                                  f"{existing.member_id} member.")
             new = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
             gid = group.group_id
@@ -216,14 +243,15 @@ class ConsumerMembership:
                         assignment_record(gid, new)]
             return new, existing.member_id
         if existing is None:
-            raise GroupError(E.unknown_member_id, f"Instance id {request.instance_id} is unknown.")
+            raise GroupError(E.unknown_member_id, f"Instance id {instance_id} is unknown.")
         if existing.member_id != member_id:
             raise GroupError(E.fenced_instance_id, f"Static member {member_id} with instance id "
-                             f"{request.instance_id} was fenced by member {existing.member_id}.")
-        _check_epoch(existing, request)
+                             f"{instance_id} was fenced by member {existing.member_id}.")
+        if not classic:
+            _check_epoch(existing, epoch, owned)
         return existing, None
 
-    def _record_subscription(self, change: _Change) -> bool:
+    def _record_subscription(self, change: MemberChange) -> bool:
         """Record the member's metadata when it changed; True when its subscribed topic names changed."""
         if change.updated == change.member:
             return False
@@ -232,7 +260,7 @@ class ConsumerMembership:
 
     # --- regular expressions ------------------------------------------------------------------------------
 
-    def _update_regexes(self, change: _Change, request: ConsumerHeartbeatRequest, now_ms: int) -> bool:
+    def _update_regexes(self, change: MemberChange, topic_filter: Callable[[str], bool] | None, now_ms: int) -> bool:
         """Resolve a new regex at once (Kafka does so on a background thread and the member learns the result
         on a later heartbeat), tombstone one nobody uses any more, and refresh the group's regexes against the
         topics at most every 10 s. True when a regex subscription or what a regex matches changed."""
@@ -249,13 +277,13 @@ class ConsumerMembership:
         if changed and new:
             counts[new] += 1
             if new not in regexes:
-                regexes[new] = self._resolve(new, request, change, now_ms)
+                regexes[new] = self._resolve(new, topic_filter, change, now_ms)
         if counts and now_ms >= group.regex_refreshed_at + REGEX_BATCH_REFRESH_MIN_INTERVAL_MS:
-            changed = self._refresh_regexes(counts, regexes, request, change, now_ms) or changed
+            changed = self._refresh_regexes(counts, regexes, topic_filter, change, now_ms) or changed
         change.regexes = regexes
         return changed
 
-    def _resolve(self, regex: str, request: ConsumerHeartbeatRequest, change: _Change, now_ms: int,
+    def _resolve(self, regex: str, topic_filter: Callable[[str], bool] | None, change: MemberChange, now_ms: int,
                  *, refreshing: bool = False) -> frozenset[str]:
         """The topics ``regex`` matches that the member may describe, recorded as the regex's resolution."""
         try:
@@ -267,20 +295,20 @@ class ConsumerMembership:
             log.error("[GroupId %s] Couldn't parse regular expression '%s' due to `%s`. Ignoring it.",
                       change.group.group_id, regex, exc)  # one loaded from a log Kafka wrote
             topics = frozenset()
-        if request.topic_filter is not None:
-            topics = frozenset(t for t in topics if request.topic_filter(t))
+        if topic_filter is not None:
+            topics = frozenset(t for t in topics if topic_filter(t))
         change.records.append(regex_record(change.group.group_id, regex, topics, 0, now_ms))
         return topics
 
     def _refresh_regexes(self, counts: Counter[str], regexes: dict[str, frozenset[str]],
-                         request: ConsumerHeartbeatRequest, change: _Change, now_ms: int) -> bool:
+                         topic_filter: Callable[[str], bool] | None, change: MemberChange, now_ms: int) -> bool:
         """Re-resolve every regex of the group; record those whose topics changed."""
         change.group.regex_refreshed_at = now_ms
         changed = False
         for regex in counts:
             before = regexes.get(regex)
             records_before = len(change.records)
-            after = self._resolve(regex, request, change, now_ms, refreshing=True)
+            after = self._resolve(regex, topic_filter, change, now_ms, refreshing=True)
             if after == before:
                 del change.records[records_before:]  # unchanged: nothing to write
             else:
@@ -290,13 +318,13 @@ class ConsumerMembership:
 
     # --- the group epoch and the target assignment --------------------------------------------------------
 
-    def _maybe_bump_epoch(self, change: _Change, subscription_changed: bool) -> int:
+    def _maybe_bump_epoch(self, change: MemberChange, subscription_changed: bool) -> int:
         """Bump the group epoch when a subscription or the subscribed topics' metadata changed."""
         group = change.group
         topics = set()
         for m in change.members_after().values():
             topics |= change.topics_of(m)
-        metadata_hash = self._metadata_hash(topics)
+        metadata_hash = self.metadata_hash(topics)
         if not subscription_changed and metadata_hash == group.metadata_hash:
             return group.group_epoch
         epoch = group.group_epoch + 1
@@ -304,7 +332,7 @@ class ConsumerMembership:
         log.info("[GroupId %s] Bumped group epoch to %d.", group.group_id, epoch)
         return epoch
 
-    def _metadata_hash(self, topics: Iterable[str]) -> int:
+    def metadata_hash(self, topics: Iterable[str]) -> int:
         """A stable 64-bit hash of the subscribed topics' ids and partition counts (Kafka's KIP-1101 hash plays
         the same part: a change means the assignment must be recomputed)."""
         topics = sorted(topics)
@@ -320,7 +348,7 @@ class ConsumerMembership:
         ids = (self._topics.topic_id(n) for n in names if self._topics.partition_count(n) > 0)
         return frozenset(i for i in ids if i is not None)
 
-    def _maybe_update_target(self, change: _Change, epoch: int, now_ms: int) -> tuple[int, Assignment]:
+    def _maybe_update_target(self, change: MemberChange, epoch: int, now_ms: int) -> tuple[int, Assignment]:
         """Recompute the target assignment when the group epoch is ahead of it and
         group.consumer.assignment.interval.ms has passed since the last one (Kafka 4.3, KIP-1263)."""
         group, updated = change.group, change.updated
@@ -348,8 +376,8 @@ class ConsumerMembership:
                  group.group_id, epoch, name)
         return epoch, new.get(updated.member_id, {})
 
-    def _reconcile(self, change: _Change, target_epoch: int, target: Assignment, subscription_changed: bool,
-                   request: ConsumerHeartbeatRequest) -> ConsumerGroupMember:
+    def _reconcile(self, change: MemberChange, target_epoch: int, target: Assignment, subscription_changed: bool,
+                   owned: OwnedPartitions) -> ConsumerGroupMember:
         updated = change.updated
         if not subscription_changed and updated.is_reconciled_to(target_epoch):
             return updated
@@ -357,7 +385,7 @@ class ConsumerMembership:
             reconciled = reconcile(
                 updated, target_epoch=target_epoch, target=target,
                 subscribed_topic_ids=self._topic_ids(change.topics_of(updated)),
-                subscription_changed=subscription_changed, owned=request.owned,
+                subscription_changed=subscription_changed, owned=owned,
                 partition_epoch=change.group.current_partition_epoch)
         except FencedMember as exc:
             raise GroupError(E.fenced_member_epoch, str(exc)) from None
@@ -379,20 +407,26 @@ class ConsumerMembership:
                                    E.unknown_server_error)
         if error != E.none:
             raise GroupError(error)
+        self.install(group, records, replacing)
+
+    def install(self, group: ConsumerGroup, records: list[GroupRecord],
+                replacing: GroupMetadata | None = None) -> ConsumerGroup:
+        """Replay written records into the cached group (caching it first if new, in place of ``replacing``)."""
         if replacing is not None:
             self._cache.replace_classic(replacing, group)
         groups = self._cache.consumer_groups
         groups.setdefault(group.group_id, group)
         for record in records:
             replay(groups, record)
+        return groups[group.group_id]
 
-    def _after_write(self, change: _Change, reconciled: ConsumerGroupMember, now_ms: int) -> None:
+    def _after_write(self, change: MemberChange, reconciled: ConsumerGroupMember, now_ms: int) -> None:
         """Timers: the member's session restarts; a revoking member gets its rebalance timeout."""
         gid = change.group.group_id
         if change.replaced is not None:
-            self._cancel_timers(gid, change.replaced)
-        self._schedule_session(gid, reconciled.member_id, now_ms)
-        if reconciled != change.updated:
+            self.cancel_timers(gid, change.replaced)
+        self.schedule_session(gid, reconciled, now_ms)
+        if reconciled != change.updated and not reconciled.uses_classic_protocol:  # classic: join and sync timers
             if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
                 self._schedule_rebalance_timeout(gid, reconciled, now_ms)
             else:
@@ -424,29 +458,32 @@ class ConsumerMembership:
             return ConsumerHeartbeatResult(E.none, member_id=member.member_id,
                                            member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
         log.info("[GroupId %s] Member %s left the consumer group.", group.group_id, member.member_id)
-        self._fence(group, [member], now_ms)
+        self.fence(group, [member], now_ms)
         return ConsumerHeartbeatResult(E.none, member_id=request.member_id, member_epoch=request.member_epoch)
 
-    def _fence(self, group: ConsumerGroup, members: list[ConsumerGroupMember], now_ms: int) -> None:
-        """Kafka's consumerGroupFenceMembers: remove the members, drop regexes only they used, bump the epoch."""
+    def fence(self, group: ConsumerGroup, members: list[ConsumerGroupMember], now_ms: int) -> None:
+        """Kafka's consumerGroupFenceMembers: remove the members, drop regexes only they used, bump the epoch; or,
+        when only classic members would remain, turn the group into a classic group (the online downgrade)."""
+        ids = {m.member_id for m in members}
+        if self.downgrade is not None and self.downgrade(group, ids, now_ms):
+            return
         records: list[GroupRecord] = []
         for m in members:
             records += member_tombstones(group.group_id, m.member_id)
         leaving = Counter(m.regex for m in members if m.regex)
         gone = {r for r, n in leaving.items() if group.num_regex_members(r) <= n}
         records += [regex_record(group.group_id, r, None, 0, now_ms) for r in sorted(gone)]
-        ids = {m.member_id for m in members}
         remaining = [m for mid, m in group.members.items() if mid not in ids]
         regexes = {r: rr.topics for r, rr in group.resolved_regexes.items() if r not in gone}
         topics = set()
         for m in remaining:
             topics |= m.subscribed_topic_names | (regexes.get(m.regex or "", frozenset()) if m.regex else set())
-        records.append(epoch_record(group.group_id, group.group_epoch + 1, self._metadata_hash(topics)))
+        records.append(epoch_record(group.group_id, group.group_epoch + 1, self.metadata_hash(topics)))
         self._write(group, records, now_ms)
         for mid in ids:
-            self._cancel_timers(group.group_id, mid)
+            self.cancel_timers(group.group_id, mid)
 
-    def _fence_on_timer(self, group_id: str, member_id: str, now_ms: int, reason: str,
+    def fence_on_timer(self, group_id: str, member_id: str, now_ms: int, reason: str,
                         epoch: int | None = None) -> None:
         group = self._cache.consumer(group_id)
         member = None if group is None else group.member(member_id)
@@ -454,30 +491,34 @@ class ConsumerMembership:
             return
         log.info("[GroupId %s] Member %s fenced from the group because %s.", group_id, member_id, reason)
         try:
-            self._fence(group, [member], now_ms)
+            self.fence(group, [member], now_ms)
         except GroupError as exc:  # the write failed: try again after another session
             log.warning("[GroupId %s] fencing member %s failed (%s); retrying later", group_id, member_id, exc.code.name)
-            self._schedule_session(group_id, member_id, now_ms)
+            self.schedule_session(group_id, member, now_ms)
 
-    def _schedule_session(self, group_id: str, member_id: str, now_ms: int) -> None:
-        self._timers.set(("consumer-session", group_id, member_id), now_ms + self._config.consumer_session_timeout_ms,
-                         lambda now: self._fence_on_timer(group_id, member_id, now, "the member session expired"))
+    def schedule_session(self, group_id: str, member: ConsumerGroupMember, now_ms: int) -> None:
+        """(Re)start the member's session: group.consumer.session.timeout.ms, or a classic member's own."""
+        timeout = member.classic.session_timeout_ms if member.classic else self._config.consumer_session_timeout_ms
+        member_id = member.member_id
+        self._timers.set(("consumer-session", group_id, member_id), now_ms + timeout,
+                         lambda now: self.fence_on_timer(group_id, member_id, now, "the member session expired"))
 
     def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerGroupMember, now_ms: int) -> None:
         epoch, timeout = member.member_epoch, max(member.rebalance_timeout_ms, 0)
         self._timers.set(
             ("consumer-rebalance", group_id, member.member_id), now_ms + timeout,
-            lambda now: self._fence_on_timer(group_id, member.member_id, now,
+            lambda now: self.fence_on_timer(group_id, member.member_id, now,
                                              f"it failed to transition from epoch {epoch} within {timeout}ms", epoch))
 
-    def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self._timers.cancel(("consumer-session", group_id, member_id))
-        self._timers.cancel(("consumer-rebalance", group_id, member_id))
+    def cancel_timers(self, group_id: str, member_id: str) -> None:
+        """The member's session, revocation and (classic members) join and sync deadlines."""
+        for kind in ("consumer-session", "consumer-rebalance", *self.extra_timers):
+            self._timers.cancel((kind, group_id, member_id))
 
     def forget(self, group: ConsumerGroup) -> None:
         """The group was deleted: its members' timers go too."""
         for member_id in group.members:
-            self._cancel_timers(group.group_id, member_id)
+            self.cancel_timers(group.group_id, member_id)
 
 
 def _given(value: str | None, current: str | None) -> str | None:
@@ -485,13 +526,12 @@ def _given(value: str | None, current: str | None) -> str | None:
     return current if value is None else value
 
 
-def _check_epoch(member: ConsumerGroupMember, request: ConsumerHeartbeatRequest) -> None:
+def _check_epoch(member: ConsumerGroupMember, epoch: int, owned: OwnedPartitions) -> None:
     """Kafka's throwIfConsumerGroupMemberEpochIsInvalid: epoch 0 rejoins; the previous epoch is accepted when
     the member owns only partitions it still has (its last answer was lost); anything else is fenced."""
-    epoch = request.member_epoch
     if epoch == 0 or epoch == member.member_epoch:
         return
-    if epoch < member.member_epoch and epoch == member.previous_member_epoch and _is_subset(request.owned, member):
+    if epoch < member.member_epoch and epoch == member.previous_member_epoch and _is_subset(owned, member):
         return
     relation = "greater" if epoch > member.member_epoch else "smaller"
     raise GroupError(E.fenced_member_epoch, f"The consumer group member has a {relation} member epoch ({epoch}) than "

@@ -81,6 +81,13 @@ class GroupCache:
             self.get_or_create(group.group_id, now_ms).offsets.update(group.offsets)
         return error
 
+    def replace_consumer_by(self, group: ConsumerGroup, classic: GroupMetadata) -> None:
+        """A consumer group becomes a classic group with members (the KIP-848 online downgrade)."""
+        if self.consumer_groups.get(group.group_id) is group:
+            del self.consumer_groups[group.group_id]
+        classic.offsets.update(group.offsets)
+        self.groups[classic.group_id] = classic
+
     def is_cached(self, group: AnyGroup) -> bool:
         """``group`` is still the cached group of its id (a timer or a late write may hold a removed one)."""
         return self.any_group(group.group_id) is group

@@ -14,16 +14,26 @@ that depends on the write is answered.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from logway.coordinator.consumer_membership import ConsumerMembership
 from logway.coordinator.group_admin import GroupAdmin
 from logway.coordinator.group_cache import AnyGroup, GroupCache
 from logway.coordinator.group_config import GroupConfig
+from logway.coordinator.group_migration import GroupMigration
 from logway.coordinator.group_store import Record
 from logway.coordinator.membership import Membership
 from logway.coordinator.offsets import Offsets
 from logway.coordinator.offsets_log import OffsetsLog
+from logway.coordinator.results import (
+    HeartbeatResult,
+    JoinGroupRequest,
+    JoinGroupResult,
+    LeaveGroupResult,
+    MemberIdentity,
+    Respond,
+    SyncGroupResult,
+)
 from logway.coordinator.timers import Timers
 from logway.coordinator.topics_image import TopicsImage, TopicsSnapshot
 
@@ -41,13 +51,10 @@ class GroupCoordinator:
         self._timers = Timers()
         self._membership = membership = Membership(self._cache, self._timers, self.config)
         self._consumers = consumers = ConsumerMembership(self._cache, self._timers, self.config, topics)
+        self._migration = GroupMigration(self._cache, self._timers, self.config, topics, consumers, membership)
         self._offsets = offsets = Offsets(self._cache, membership, self.config, topics)
         admin = GroupAdmin(self._cache, offsets, consumers, topics, self.config)
         # The requests, each served by the part that holds its idea.
-        self.join_group = membership.join_group
-        self.sync_group = membership.sync_group
-        self.heartbeat = membership.heartbeat
-        self.leave_group = membership.leave_group
         self.consumer_group_heartbeat = consumers.heartbeat
         self.consumer_group_describe = admin.consumer_group_describe
         self.offset_commit = offsets.offset_commit
@@ -59,6 +66,49 @@ class GroupCoordinator:
         self.describe_groups = admin.describe_groups
         self.list_groups = admin.list_groups
         self.delete_groups = admin.delete_groups
+
+    # --- the classic requests: to a classic group, or (KIP-848 migration) to a consumer group -----------
+
+    def join_group(self, request: JoinGroupRequest, *, now_ms: int, respond: Respond[JoinGroupResult]) -> None:
+        """JoinGroup (membership.Membership.join_group, or as a classic member of a consumer group)."""
+        group = self._migration.consumer_group(request.group_id, joining=True)
+        if group is not None:
+            self._migration.join(group, request, now_ms=now_ms, respond=respond)
+        else:
+            self._membership.join_group(request, now_ms=now_ms, respond=respond)
+
+    def sync_group(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
+                   assignments: Mapping[str, bytes], *, protocol_type: str | None = None,
+                   protocol_name: str | None = None, now_ms: int, respond: Respond[SyncGroupResult]) -> None:
+        """SyncGroup (membership.Membership.sync_group, or a classic member of a consumer group's assignment)."""
+        group = self._migration.consumer_group(group_id)
+        if group is not None:
+            self._migration.sync(group, generation_id, member_id, group_instance_id, protocol_type=protocol_type,
+                                 protocol_name=protocol_name, now_ms=now_ms, respond=respond)
+        else:
+            self._membership.sync_group(group_id, generation_id, member_id, group_instance_id, assignments,
+                                        protocol_type=protocol_type, protocol_name=protocol_name, now_ms=now_ms,
+                                        respond=respond)
+
+    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int, *,
+                  now_ms: int, respond: Respond[HeartbeatResult]) -> None:
+        """Heartbeat (classic groups, or classic members of consumer groups)."""
+        group = self._migration.consumer_group(group_id)
+        if group is not None:
+            self._migration.heartbeat(group, member_id, group_instance_id, generation_id, now_ms=now_ms,
+                                      respond=respond)
+        else:
+            self._membership.heartbeat(group_id, member_id, group_instance_id, generation_id, now_ms=now_ms,
+                                       respond=respond)
+
+    def leave_group(self, group_id: str, members: Sequence[MemberIdentity], *, now_ms: int,
+                    respond: Respond[LeaveGroupResult]) -> None:
+        """LeaveGroup (classic groups, or classic members of consumer groups)."""
+        group = self._migration.consumer_group(group_id)
+        if group is not None:
+            self._migration.leave(group, members, now_ms=now_ms, respond=respond)
+        else:
+            self._membership.leave_group(group_id, members, now_ms=now_ms, respond=respond)
 
     # --- loading and timers ------------------------------------------------------------------
 

@@ -59,6 +59,26 @@ class Membership:
         """The group left the cache: drop what the rebalance machinery keeps about it."""
         self._initial_delay.discard(group_id)
 
+    def hand_over(self, group: GroupMetadata) -> None:
+        """The group becomes a KIP-848 consumer group (Kafka's convertToConsumerGroup): waiting JoinGroup and
+        SyncGroup requests get REBALANCE_IN_PROGRESS, so their members rejoin the consumer group; timers go."""
+        for member in list(group.members.values()):
+            group.maybe_invoke_join(member, JoinGroupResult(E.rebalance_in_progress, member_id=member.member_id))
+            group.maybe_invoke_sync(member, SyncGroupResult(E.rebalance_in_progress))
+            self._timers.cancel(("heartbeat", group.group_id, member.member_id))
+        for member_id in group.pending_members:
+            self._timers.cancel(("heartbeat", group.group_id, member_id))
+        self._timers.cancel(("join", group.group_id))
+        self._timers.cancel(("sync", group.group_id))
+        self.forget(group.group_id)
+
+    def take_over(self, group: GroupMetadata, now_ms: int) -> None:
+        """A consumer group became this classic group (Kafka's convertToClassicGroup): sessions start, and a
+        rebalance makes the members rejoin under the classic protocol."""
+        for member in group.members.values():
+            self.schedule_heartbeat(group, member, now_ms)
+        self._maybe_prepare_rebalance(group, now_ms)
+
     # --- JoinGroup ---------------------------------------------------------------------------
 
     def join_group(self, request: JoinGroupRequest, *, now_ms: int, respond: Respond[JoinGroupResult]) -> None:

@@ -201,3 +201,50 @@ def test_kafka_dump_log_reads_consumer_group_records_as_kafka_writes_them(kafka,
         assert got == expected
     assert len(decoded["logway"]) == len(decoded["kafka"]), (decoded["logway"], decoded["kafka"])
     assert [r[0] for r in decoded["logway"]][:5] == ["5", "3", "7", "6", "8"]
+
+
+def _covered(clients_: list[Kafka4Client], partitions: set[str]) -> bool:
+    owned = [c.assignment() for c in clients_]
+    union = set().union(*owned)
+    return union == partitions and sum(len(o) for o in owned) == len(partitions) and all(owned)
+
+
+def test_rolling_upgrade_to_the_consumer_protocol_and_back(side, clients, tmp_path) -> None:
+    """Classic members are replaced one by one by KIP-848 members (the group converts when the first arrives), then
+    back: the group stays whole, every record is read once, and it ends a classic group."""
+    bootstrap, port = side
+    topic, group = _name("kip848mig"), _name("kip848mig-group")
+    Side("broker", port).create_topic(topic, 4)
+    partitions = {f"{topic}-{p}" for p in range(4)}
+    classic = ("group.protocol=classic", "heartbeat.interval.ms=500")
+
+    def start(*config: str) -> Kafka4Client:
+        client = Kafka4Client.start("consume", bootstrap, group, topic, *config, log_dir=tmp_path)
+        clients.append(client)
+        return client
+
+    a, b = start(*classic), start(*classic)
+    a.wait_for(lambda: _covered([a, b], partitions), "two classic members share the topic")
+    a.stop()
+    c = start(CONSUMER_PROTOCOL)  # the upgrade
+    c.wait_for(lambda: _covered([b, c], partitions), "a classic and a consumer-protocol member share the topic")
+    b.stop()
+    d = start(CONSUMER_PROTOCOL)
+    d.wait_for(lambda: _covered([c, d], partitions), "two consumer-protocol members share the topic")
+    values = [f"m{i}" for i in range(80)]
+    _produce(bootstrap, topic, values, 4)
+    d.wait_for(lambda: len(c.records()) + len(d.records()) >= 80, "the records read")
+    e = start(*classic)
+    e.wait_for(lambda: _covered([c, d, e], partitions) or _covered([c, e], partitions) or _covered([d, e], partitions),
+               "a classic member joins the consumer group")
+    c.stop()
+    d.stop()  # the last consumer-protocol member leaves: the downgrade
+    e.wait_for(lambda: e.assignment() == partitions, "the classic member owns every partition")
+    more = [f"n{i}" for i in range(20)]
+    _produce(bootstrap, topic, more, 4)
+    e.wait_for(lambda: sum(r.value.startswith("n") for r in e.records()) >= 20, "the new records read")
+    everything = [r.value for client in (a, b, c, d, e) for r in client.records()]
+    assert sorted(everything) == sorted(values + more)  # every record once, across all the changes
+    listed = tool(GROUPS, "--bootstrap-server", bootstrap, "--list", "--type").stdout
+    assert any(group in line and "Classic" in line for line in listed.splitlines()), listed
+    e.stop()

@@ -219,11 +219,6 @@ def test_an_empty_classic_group_becomes_a_consumer_group_with_its_offsets(kip848
     assert kip848.committed("g") == {("t", 0): 3}
 
 
-def test_a_classic_join_to_a_consumer_group_with_members_is_refused(kip848: Cluster) -> None:
-    kip848.consumer_join("g", "a")
-    assert kip848.join("g").error == E.inconsistent_group_protocol
-
-
 def test_topic_ids_in_assignments_are_the_topics(kip848: Cluster) -> None:
     joined = kip848.consumer_join("g", "a")
     assert set(joined.assignment) == {kip848.topics.topic_id("t")}

@@ -71,9 +71,12 @@ public class Kafka4Client {
             ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
                 public void onPartitionsRevoked(Collection<TopicPartition> tps) {
                     if (!tps.isEmpty()) {
-                        consumer.commitSync();
+                        commit(consumer);
                         say("REVOKED " + names(tps));
                     }
+                }
+                public void onPartitionsLost(Collection<TopicPartition> tps) {
+                    say("LOST " + names(tps));
                 }
                 public void onPartitionsAssigned(Collection<TopicPartition> tps) {
                     say("ASSIGNED " + names(consumer.assignment()));
@@ -93,11 +96,18 @@ public class Kafka4Client {
                 ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(200));
                 for (ConsumerRecord<String, String> r : records)
                     say("RECORD " + r.topic() + " " + r.partition() + " " + r.offset() + " - " + r.value());
-                if (!records.isEmpty()) {
-                    consumer.commitSync();
-                    say("COMMITTED");
-                }
+                if (!records.isEmpty()) commit(consumer);
             }
+        }
+    }
+
+    // A classic member may find itself out of the group mid-rebalance: its commit fails, the records come again.
+    static void commit(KafkaConsumer<String, String> consumer) {
+        try {
+            consumer.commitSync();
+            say("COMMITTED");
+        } catch (CommitFailedException | org.apache.kafka.common.errors.RebalanceInProgressException e) {
+            say("COMMIT-FAILED " + e.getClass().getSimpleName());
         }
     }
 
