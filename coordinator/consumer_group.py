@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from logway.coordinator.consumer_group_records import (
@@ -155,6 +155,7 @@ class ConsumerGroup:
         self._assignors: Counter[str] = Counter()
         self.has_records = False  # some record of this group is in the log (its deletion needs tombstones)
         self.regex_refreshed_at = 0  # when the regexes were last resolved again (in memory only, as in Kafka)
+        self._subscribed: frozenset[str] | None = None
 
     # --- state --------------------------------------------------------------------------------------------
 
@@ -202,16 +203,16 @@ class ConsumerGroup:
         """The server assignor most members asked for (Kafka's preferredServerAssignor), else ``default``."""
         return self._assignors.most_common(1)[0][0] if self._assignors else default
 
-    def subscribed_topics(self, members: Iterable[ConsumerGroupMember] | None = None) -> frozenset[str]:
+    def subscribed_topics(self) -> frozenset[str]:
         """Topic names the members subscribe to by name or through a resolved regex (Kafka's
-        subscribedTopicNames keys)."""
-        topics: set[str] = set()
-        for m in self.members.values() if members is None else members:
-            topics |= m.subscribed_topic_names
-            resolved = self.resolved_regexes.get(m.regex or "")
-            if m.regex and resolved is not None:
-                topics |= resolved.topics
-        return frozenset(topics)
+        subscribedTopicNames keys); kept until a member or a regex changes, so a heartbeat does not walk every
+        member."""
+        if self._subscribed is None:
+            topics: set[str] = set()
+            for m in self.members.values():
+                topics |= self.member_topics(m)
+            self._subscribed = frozenset(topics)
+        return self._subscribed
 
     def member_topics(self, member: ConsumerGroupMember) -> frozenset[str]:
         """The topics one member subscribes to: its names and what its regex resolved to (unresolved: none)."""
@@ -276,6 +277,7 @@ class ConsumerGroup:
         self.assignment_epoch, self.assignment_timestamp = epoch, timestamp
 
     def replay_regex(self, regex: str, value: RegexValue | None) -> None:
+        self._subscribed = None
         if value is None:
             self.resolved_regexes.pop(regex, None)
         else:
@@ -283,6 +285,7 @@ class ConsumerGroup:
 
     def _put(self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None) -> None:
         """Swap a member, keeping the owner epochs, static members and the regex/assignor counts in step."""
+        self._subscribed = None
         if old is not None:
             self._count(old, -1)
             self._own(old, remove=True)

@@ -208,18 +208,7 @@ class ConsumerMembership:
         else:
             member, replaced = self.static_member(group, member_id, request.instance_id, request.member_epoch,
                                                   request.owned, joining=joining, records=records)
-        updated = replace(
-            member,
-            instance_id=_given(request.instance_id, member.instance_id),
-            rack_id=_given(request.rack_id, member.rack_id),
-            rebalance_timeout_ms=member.rebalance_timeout_ms if request.rebalance_timeout_ms == -1
-            else request.rebalance_timeout_ms,
-            server_assignor=_given(request.server_assignor, member.server_assignor),
-            subscribed_topic_names=member.subscribed_topic_names if request.subscribed_topic_names is None
-            else frozenset(request.subscribed_topic_names),
-            subscribed_topic_regex=_given(request.subscribed_topic_regex, member.subscribed_topic_regex),
-            client_id=request.client_id, client_host=request.client_host, classic=None)
-        return MemberChange(group, member, updated, records, replaced)
+        return MemberChange(group, member, _updated(member, request), records, replaced)
 
     def static_member(self, group: ConsumerGroup, member_id: str, instance_id: str | None, epoch: int,
                       owned: OwnedPartitions, *, joining: bool, records: list[GroupRecord],
@@ -321,9 +310,12 @@ class ConsumerMembership:
     def _maybe_bump_epoch(self, change: MemberChange, subscription_changed: bool) -> int:
         """Bump the group epoch when a subscription or the subscribed topics' metadata changed."""
         group = change.group
-        topics = set()
-        for m in change.members_after().values():
-            topics |= change.topics_of(m)
+        if subscription_changed or change.replaced is not None or change.member.member_id not in group.members:
+            topics: set[str] = set()
+            for m in change.members_after().values():
+                topics |= change.topics_of(m)
+        else:
+            topics = set(group.subscribed_topics())  # unchanged: the cached set (O(topics), not O(members))
         metadata_hash = self.metadata_hash(topics)
         if not subscription_changed and metadata_hash == group.metadata_hash:
             return group.group_epoch
@@ -519,6 +511,24 @@ class ConsumerMembership:
         """The group was deleted: its members' timers go too."""
         for member_id in group.members:
             self.cancel_timers(group.group_id, member_id)
+
+
+def _updated(member: ConsumerGroupMember, request: ConsumerHeartbeatRequest) -> ConsumerGroupMember:
+    """The member with what the heartbeat changed (the same object when it changed nothing: most heartbeats)."""
+    fields = {
+        "instance_id": _given(request.instance_id, member.instance_id),
+        "rack_id": _given(request.rack_id, member.rack_id),
+        "rebalance_timeout_ms": member.rebalance_timeout_ms if request.rebalance_timeout_ms == -1
+        else request.rebalance_timeout_ms,
+        "server_assignor": _given(request.server_assignor, member.server_assignor),
+        "subscribed_topic_names": member.subscribed_topic_names if request.subscribed_topic_names is None
+        else frozenset(request.subscribed_topic_names),
+        "subscribed_topic_regex": _given(request.subscribed_topic_regex, member.subscribed_topic_regex),
+        "client_id": request.client_id, "client_host": request.client_host, "classic": None,
+    }
+    if all(getattr(member, name) == value for name, value in fields.items()):
+        return member
+    return replace(member, **fields)
 
 
 def _given(value: str | None, current: str | None) -> str | None:
