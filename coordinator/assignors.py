@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["ASSIGNORS", "Assignor", "MemberSpec", "RangeAssignor", "UniformAssignor", "unknown_topics"]
+__all__ = ["ASSIGNORS", "Assignor", "MemberSpec", "RangeAssignor", "UniformAssignor", "share_assign", "unknown_topics"]
 
 Target = dict[str, dict[uuid.UUID, frozenset[int]]]
 
@@ -196,3 +196,27 @@ def _rebalance(out: dict[str, dict[uuid.UUID, set[int]]], load: dict[str, int], 
 
 ASSIGNORS: dict[str, Assignor] = {a.name: a for a in (UniformAssignor(), RangeAssignor())}
 """The built-in assignors by name, in Kafka's default order (group.consumer.assignors = uniform,range)."""
+
+
+def share_assign(members: Mapping[str, MemberSpec], partitions: Mapping[uuid.UUID, int]) -> Target:
+    """KIP-932's ``simple`` share assignor: every partition of a subscribed topic goes to ceil(subscribers /
+    partitions) of its subscribers (several members share a partition when there are more members than
+    partitions), members as evenly loaded as possible; a member keeps what it had while that stays within
+    those bounds (Kafka's SimpleAssignor aims at the same shape with its own order of choices)."""
+    order = sorted(members)
+    out: dict[str, dict[uuid.UUID, set[int]]] = {mid: {} for mid in order}
+    load = dict.fromkeys(order, 0)
+    topics = [t for t in sorted(partitions, key=str) if partitions[t] > 0
+              and any(t in members[mid].topics for mid in order)]
+    sharing = {t: -(-sum(t in members[mid].topics for mid in order) // partitions[t]) for t in topics}
+    quota = -(-sum(sharing[t] * partitions[t] for t in topics) // len(order)) if order else 0
+    for topic in topics:
+        subscribers = [mid for mid in order if topic in members[mid].topics]
+        for p in range(partitions[topic]):
+            keep = [mid for mid in subscribers
+                    if p in members[mid].current.get(topic, ()) and load[mid] < quota][:sharing[topic]]
+            others = sorted((mid for mid in subscribers if mid not in keep), key=lambda m: (load[m], m))
+            for mid in keep + others[:sharing[topic] - len(keep)]:
+                out[mid].setdefault(topic, set()).add(p)
+                load[mid] += 1
+    return {mid: _freeze(a) for mid, a in out.items()}

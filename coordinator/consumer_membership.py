@@ -52,7 +52,7 @@ from logway.coordinator.topic_regex import InvalidRegex, matching_topics
 from logway.coordinator.topics_image import TopicsImage
 from logway.wire.errors import ErrorCode
 
-__all__ = ["ConsumerMembership", "GroupError", "MemberChange", "new_member_id"]
+__all__ = ["ConsumerMembership", "GroupError", "MemberChange", "metadata_hash", "new_member_id"]
 
 log = logging.getLogger(__name__)
 E = ErrorCode
@@ -183,6 +183,8 @@ class ConsumerMembership:
             return group, None
         if not create:
             raise GroupError(E.group_id_not_found, f"Consumer group {group_id} not found.")
+        if self._cache.share(group_id) is not None:
+            raise GroupError(E.group_id_not_found, f"Group {group_id} is not a consumer group.")
         classic = self._cache.get(group_id)
         if classic is None or classic.is_state(GroupState.EMPTY):
             return ConsumerGroup(group_id), classic
@@ -325,15 +327,8 @@ class ConsumerMembership:
         return epoch
 
     def metadata_hash(self, topics: Iterable[str]) -> int:
-        """A stable 64-bit hash of the subscribed topics' ids and partition counts (Kafka's KIP-1101 hash plays
-        the same part: a change means the assignment must be recomputed)."""
-        topics = sorted(topics)
-        if not topics:
-            return 0  # Kafka's hash of no topics
-        digest = hashlib.blake2b(digest_size=8)
-        for name in topics:
-            digest.update(f"{name}\0{self._topics.topic_id(name)}\0{self._topics.partition_count(name)}\0".encode())
-        return int.from_bytes(digest.digest(), "big", signed=True)
+        """The hash of the subscribed topics' metadata (see ``metadata_hash``)."""
+        return metadata_hash(self._topics, topics)
 
     def _topic_ids(self, names: Iterable[str]) -> frozenset[uuid.UUID]:
         """The ids of the named topics that exist."""
@@ -511,6 +506,18 @@ class ConsumerMembership:
         """The group was deleted: its members' timers go too."""
         for member_id in group.members:
             self.cancel_timers(group.group_id, member_id)
+
+
+def metadata_hash(image: TopicsImage, topics: Iterable[str]) -> int:
+    """A stable 64-bit hash of the topics' ids and partition counts (Kafka's KIP-1101 hash plays the same part: a
+    change means the assignment must be recomputed); 0 for no topics, as Kafka's."""
+    names = sorted(topics)
+    if not names:
+        return 0
+    digest = hashlib.blake2b(digest_size=8)
+    for name in names:
+        digest.update(f"{name}\0{image.topic_id(name)}\0{image.partition_count(name)}\0".encode())
+    return int.from_bytes(digest.digest(), "big", signed=True)
 
 
 def _updated(member: ConsumerGroupMember, request: ConsumerHeartbeatRequest) -> ConsumerGroupMember:

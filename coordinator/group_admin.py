@@ -7,7 +7,7 @@ type, KIP-848), DeleteGroups deletes either, DescribeGroups describes classic gr
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from logway.coordinator.consumer_group import Assignment, ConsumerGroup, ConsumerGroupMember, EpochAssignment
 from logway.coordinator.consumer_membership import ConsumerMembership
@@ -25,6 +25,8 @@ from logway.coordinator.results import (
     ListGroupsResult,
     Respond,
 )
+from logway.coordinator.share_group import ShareGroup
+from logway.coordinator.share_group import group_tombstones as share_group_tombstones
 from logway.coordinator.topics_image import TopicsImage
 from logway.wire.errors import ErrorCode
 
@@ -45,6 +47,7 @@ class GroupAdmin:
         self._consumers = consumers
         self._topics = topics
         self._config = config
+        self.share_group_deleted: Callable[[str], None] | None = None  # the share partitions' state goes with it
 
     def describe_groups(self, group_ids: Sequence[str], *, not_found_error: bool = False, now_ms: int,
                         respond: Respond[DescribeGroupsResult]) -> None:
@@ -103,9 +106,23 @@ class GroupAdmin:
                 errors[group_id] = E.none
             else:
                 errors[group_id] = E.non_empty_group
-        if eligible:
-            self._offsets.cleanup_groups(eligible, remove_all_offsets, now_ms)
+        shares = [g for g in eligible if isinstance(g, ShareGroup)]
+        others = [g for g in eligible if not isinstance(g, ShareGroup)]
+        if others:
+            self._offsets.cleanup_groups(others, remove_all_offsets, now_ms)
+        for group in shares:
+            errors[group.group_id] = self._delete_share_group(group, now_ms)
         respond(DeleteGroupsResult({gid: errors[gid] for gid in group_ids}))
+
+    def _delete_share_group(self, group: ShareGroup, now_ms: int) -> ErrorCode:
+        """An empty share group's records are tombstoned and its share partitions' state deleted."""
+        records = [r.encode() for r in share_group_tombstones(group)]
+        error = self._cache.append(self._cache.partition_for(group.group_id), records, now_ms, E.unknown_server_error)
+        if error == E.none:
+            self._cache.drop(group, now_ms)
+            if self.share_group_deleted is not None:
+                self.share_group_deleted(group.group_id)
+        return error
 
     def consumer_group_describe(self, group_ids: Sequence[str], *, now_ms: int,
                                 respond: Respond[tuple[DescribedConsumerGroup, ...]]) -> None:
@@ -153,11 +170,11 @@ class GroupAdmin:
 
 
 def _group_type(group: AnyGroup) -> str:
-    return "consumer" if isinstance(group, ConsumerGroup) else CLASSIC_GROUP_TYPE
+    return CLASSIC_GROUP_TYPE if isinstance(group, GroupMetadata) else group.group_type
 
 
 def _is_empty(group: AnyGroup) -> bool:
-    return group.is_empty() if isinstance(group, ConsumerGroup) else group.is_state(GroupState.EMPTY)
+    return group.is_state(GroupState.EMPTY) if isinstance(group, GroupMetadata) else group.is_empty()
 
 
 def _describe(group: GroupMetadata) -> DescribedGroup:

@@ -17,6 +17,7 @@ from logway.coordinator.group import GroupMetadata, GroupState
 from logway.coordinator.group_store import Record, group_record, replay
 from logway.coordinator.offsets_log import OffsetsLog
 from logway.coordinator.partitioning import LoadedPartitions
+from logway.coordinator.share_group import ShareGroup
 from logway.wire.errors import ErrorCode, KafkaError
 
 __all__ = ["AnyGroup", "GroupCache"]
@@ -24,7 +25,7 @@ __all__ = ["AnyGroup", "GroupCache"]
 log = logging.getLogger(__name__)
 
 E = ErrorCode
-AnyGroup = GroupMetadata | ConsumerGroup
+AnyGroup = GroupMetadata | ConsumerGroup | ShareGroup
 
 
 class GroupCache:
@@ -35,6 +36,7 @@ class GroupCache:
         self.partitions = LoadedPartitions(num_partitions)
         self.groups: dict[str, GroupMetadata] = {}
         self.consumer_groups: dict[str, ConsumerGroup] = {}
+        self.share_groups: dict[str, ShareGroup] = {}
 
     def partition_for(self, group_id: str) -> int:
         """The ``__consumer_offsets`` partition that stores ``group_id``."""
@@ -48,10 +50,17 @@ class GroupCache:
         """The cached KIP-848 consumer group, or None."""
         return self.consumer_groups.get(group_id)
 
+    def share(self, group_id: str) -> ShareGroup | None:
+        """The cached KIP-932 share group, or None."""
+        return self.share_groups.get(group_id)
+
     def any_group(self, group_id: str) -> AnyGroup | None:
-        """The cached group of either type, or None."""
-        classic = self.groups.get(group_id)
-        return classic if classic is not None else self.consumer_groups.get(group_id)
+        """The cached group of any type, or None."""
+        for groups in (self.groups, self.consumer_groups, self.share_groups):
+            group = groups.get(group_id)
+            if group is not None:
+                return group
+        return None
 
     def replace_classic(self, classic: GroupMetadata, group: ConsumerGroup) -> None:
         """An empty classic group becomes a consumer group of the same id; the committed offsets go with the id."""
@@ -62,10 +71,11 @@ class GroupCache:
 
     def all_groups(self) -> list[AnyGroup]:
         """Every cached group, classic first."""
-        return [*self.groups.values(), *self.consumer_groups.values()]
+        return [*self.groups.values(), *self.consumer_groups.values(), *self.share_groups.values()]
 
     def get_or_create(self, group_id: str, now_ms: int) -> GroupMetadata:
-        """The cached group, or a new Empty one (a group may exist only to store offsets)."""
+        """The cached group, or a new Empty one (a group may exist only to store offsets). The caller has made
+        sure the id is not a group of another type."""
         group = self.groups.get(group_id)
         if group is None:
             group = self.groups[group_id] = GroupMetadata(group_id, now_ms)
@@ -97,12 +107,15 @@ class GroupCache:
         if isinstance(group, ConsumerGroup):
             del self.consumer_groups[group.group_id]
             return
+        if isinstance(group, ShareGroup):
+            del self.share_groups[group.group_id]
+            return
         group.transition_to(GroupState.DEAD, now_ms)
         del self.groups[group.group_id]
 
     def replay(
         self, partition: int, now_ms: int, records: Iterable[Record] | None,
-    ) -> tuple[list[GroupMetadata], list[ConsumerGroup]]:
+    ) -> tuple[list[GroupMetadata], list[ConsumerGroup], list[ShareGroup]]:
         """Cache a partition's groups from its records (read from the log unless given); returns them.
 
         The caller marks the partition loaded once everything else of the load is done.
@@ -111,10 +124,11 @@ class GroupCache:
             raise ValueError(f"__consumer_offsets partition {partition} is already loaded")
         if not 0 <= partition < self.partitions.num_partitions:
             raise ValueError(f"no __consumer_offsets partition {partition}")
-        classic, consumer = replay(self.log.read(partition) if records is None else records, now_ms)
+        classic, consumer, share = replay(self.log.read(partition) if records is None else records, now_ms)
         self.groups.update(classic)
         self.consumer_groups.update(consumer)
-        return list(classic.values()), list(consumer.values())
+        self.share_groups.update(share)
+        return list(classic.values()), list(consumer.values()), list(share.values())
 
     def validate_group_status(self, group_id: str | None, *, allow_empty_id: bool = False) -> ErrorCode | None:
         """Kafka's validateGroupStatus; the empty group id is allowed only for offset and admin APIs."""

@@ -29,3 +29,11 @@ class GroupConfig:
     consumer_assignment_interval_ms: int = 1000  # group.consumer.assignment.interval.ms (KIP-1263)
     consumer_regex_refresh_interval_ms: int = 600_000  # group.consumer.regex.refresh.interval.ms
     consumer_migration_policy: str = "bidirectional"  # group.consumer.migration.policy
+    # KIP-932 share groups (group.share.*).
+    share_session_timeout_ms: int = 45_000  # group.share.session.timeout.ms
+    share_heartbeat_interval_ms: int = 5000  # group.share.heartbeat.interval.ms
+    share_max_size: int = 200  # group.share.max.size
+    share_assignment_interval_ms: int = 1000  # group.share.assignment.interval.ms
+    share_record_lock_duration_ms: int = 30_000  # group.share.record.lock.duration.ms
+    share_delivery_count_limit: int = 5  # group.share.delivery.count.limit
+    share_partition_max_record_locks: int = 2000  # group.share.partition.max.record.locks

@@ -3,7 +3,7 @@
 ``GroupCoordinator`` owns the shared state (the ``GroupCache`` of groups and loaded partitions, the timers)
 and serves each request from the module that holds its idea: ``membership`` (the classic protocol: JoinGroup,
 SyncGroup, Heartbeat, LeaveGroup, rebalances and sessions), ``consumer_membership`` (KIP-848:
-ConsumerGroupHeartbeat), ``offsets`` (OffsetCommit, TxnOffsetCommit and its markers, OffsetFetch,
+ConsumerGroupHeartbeat), ``share_membership`` (KIP-932: ShareGroupHeartbeat, ShareGroupDescribe), ``offsets`` (OffsetCommit, TxnOffsetCommit and its markers, OffsetFetch,
 OffsetDelete, expiry) and ``group_admin`` (DescribeGroups, ListGroups, DeleteGroups, ConsumerGroupDescribe).
 
 Every request method takes the request's fields, ``now_ms`` and a ``respond`` callback that is called
@@ -34,8 +34,10 @@ from logway.coordinator.results import (
     Respond,
     SyncGroupResult,
 )
+from logway.coordinator.share_membership import ShareMembership
 from logway.coordinator.timers import Timers
 from logway.coordinator.topics_image import TopicsImage, TopicsSnapshot
+from logway.wire.errors import ErrorCode
 
 __all__ = ["GroupCoordinator"]
 
@@ -52,11 +54,14 @@ class GroupCoordinator:
         self._membership = membership = Membership(self._cache, self._timers, self.config)
         self._consumers = consumers = ConsumerMembership(self._cache, self._timers, self.config, topics)
         self._migration = GroupMigration(self._cache, self._timers, self.config, topics, consumers, membership)
+        self.shares = shares = ShareMembership(self._cache, self._timers, self.config, topics)
         self._offsets = offsets = Offsets(self._cache, membership, self.config, topics)
-        admin = GroupAdmin(self._cache, offsets, consumers, topics, self.config)
+        self.admin = admin = GroupAdmin(self._cache, offsets, consumers, topics, self.config)
         # The requests, each served by the part that holds its idea.
         self.consumer_group_heartbeat = consumers.heartbeat
         self.consumer_group_describe = admin.consumer_group_describe
+        self.share_group_heartbeat = shares.heartbeat
+        self.share_group_describe = shares.describe
         self.offset_commit = offsets.offset_commit
         self.txn_offset_commit = offsets.txn_offset_commit
         self.complete_txn = offsets.complete_txn
@@ -135,11 +140,13 @@ class GroupCoordinator:
         The gateway may read the records off the event loop and pass them in. ``pending_txn`` holds the
         offset records of transactions with no marker yet, by producer id: they wait for it.
         """
-        classic, consumer = self._cache.replay(partition, now_ms, records)
+        classic, consumer, share = self._cache.replay(partition, now_ms, records)
         for group in classic:
             self._membership.start_sessions(group, now_ms)
         for consumer_group in consumer:
             self._consumers.start_sessions(consumer_group, now_ms)
+        for share_group in share:
+            self.shares.start_sessions(share_group, now_ms)
         self._offsets.load_pending_txn(pending_txn or {})
         self._cache.partitions.add(partition)
 
@@ -147,6 +154,23 @@ class GroupCoordinator:
         """Load every partition not loaded yet."""
         for partition in sorted(self.loading):
             self.load(partition, now_ms)
+
+    def group_status(self, group_id: str) -> ErrorCode | None:
+        """The error a request naming ``group_id`` gets before anything else (invalid, still loading), or None."""
+        return self._cache.validate_group_status(group_id)
+
+    def share_group_alterable(self, group_id: str) -> ErrorCode | None:
+        """Whether the share offsets of ``group_id`` may be changed: GROUP_ID_NOT_FOUND for a group of another
+        type, NON_EMPTY_GROUP while the share group has members (Kafka's alter/deleteShareGroupOffsets)."""
+        error = self._cache.validate_group_status(group_id)
+        if error is not None:
+            return error
+        group = self._cache.any_group(group_id)
+        if group is None:
+            return None
+        if getattr(group, "group_type", "classic") != "share":
+            return ErrorCode.group_id_not_found
+        return None if group.is_empty() else ErrorCode.non_empty_group
 
     def group(self, group_id: str) -> AnyGroup | None:
         """The in-memory group (classic or consumer), for inspection."""

@@ -26,6 +26,7 @@ from logway.coordinator.offsets_schema import (
 )
 from logway.coordinator.record_codec import record_type as record_type_of
 from logway.coordinator.results import TopicPartition
+from logway.coordinator.share_group import SHARE_RECORD_TYPES, ShareGroup, replay_share_bytes
 
 __all__ = ["Record", "group_record", "group_tombstone", "offset_record", "offset_tombstone", "replay"]
 
@@ -78,7 +79,9 @@ def group_record(group: GroupMetadata, assignment: Mapping[str, bytes]) -> Recor
     return encode_group_metadata_key(group.group_id), encode_group_metadata_value(value)
 
 
-def replay(records: Iterable[Record], now_ms: int) -> tuple[dict[str, GroupMetadata], dict[str, ConsumerGroup]]:
+def replay(
+    records: Iterable[Record], now_ms: int,
+) -> tuple[dict[str, GroupMetadata], dict[str, ConsumerGroup], dict[str, ShareGroup]]:
     """Rebuild the groups of one partition from its records, last record per key winning, tombstones deleting.
 
     Like Kafka's GroupMetadataManager.loadGroupsAndOffsets: a classic group with members comes back Stable,
@@ -89,9 +92,10 @@ def replay(records: Iterable[Record], now_ms: int) -> tuple[dict[str, GroupMetad
     offsets: dict[str, dict[TopicPartition, OffsetCommitValue]] = {}
     groups: dict[str, GroupMetadataValue] = {}
     consumer: dict[str, ConsumerGroup] = {}
+    share: dict[str, ShareGroup] = {}
     for key_bytes, value_bytes in records:
         try:
-            _replay_one(key_bytes, value_bytes, offsets, groups, consumer)
+            _replay_one(key_bytes, value_bytes, offsets, groups, consumer, share)
         except SchemaError as e:
             # Kafka fails the whole load on a bad record; skipping one keeps every other group available.
             log.warning("skipping unreadable __consumer_offsets record %r: %s", key_bytes[:64], e)
@@ -105,17 +109,20 @@ def replay(records: Iterable[Record], now_ms: int) -> tuple[dict[str, GroupMetad
         if holder is None:
             holder = loaded[group_id] = GroupMetadata(group_id, now_ms)
         holder.offsets.update(group_offsets)
-    return loaded, consumer
+    return loaded, consumer, share
 
 
 def _replay_one(
     key_bytes: bytes, value_bytes: bytes | None, offsets: dict[str, dict[TopicPartition, OffsetCommitValue]],
-    groups: dict[str, GroupMetadataValue], consumer: dict[str, ConsumerGroup],
+    groups: dict[str, GroupMetadataValue], consumer: dict[str, ConsumerGroup], share: dict[str, ShareGroup],
 ) -> None:
     """Apply one record to the partition's state being rebuilt."""
     record_type = record_type_of(key_bytes)
     if record_type in CONSUMER_RECORD_TYPES:
         replay_bytes(consumer, key_bytes, value_bytes, record_type)
+        return
+    if record_type in SHARE_RECORD_TYPES:
+        replay_share_bytes(share, key_bytes, value_bytes, record_type)
         return
     key = decode_key(key_bytes)
     if isinstance(key, OffsetCommitKey):

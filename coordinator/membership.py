@@ -108,6 +108,8 @@ class Membership:
             return None, error
         if not self._config.min_session_timeout_ms <= request.session_timeout_ms <= self._config.max_session_timeout_ms:
             return None, E.invalid_session_timeout
+        if self._cache.share(request.group_id) is not None:
+            return None, E.inconsistent_group_protocol  # Kafka: the group exists but is not a consumer group
         consumer = self._cache.consumer(request.group_id)
         if consumer is not None:
             # KIP-848: an empty consumer group becomes a classic group on a JoinGroup (Kafka deletes it first);

@@ -33,6 +33,7 @@ from logway.coordinator.results import (
     Respond,
     TopicPartition,
 )
+from logway.coordinator.share_group import ShareGroup
 from logway.coordinator.topics_image import TopicsImage, TopicsSnapshot
 from logway.wire.errors import ErrorCode
 
@@ -85,6 +86,9 @@ class Offsets:
         For a KIP-848 consumer group the generation is the member epoch (v9+, Kafka's ConsumerGroup checks).
         """
         expire = None if retention_time_ms == DEFAULT_RETENTION_TIME else now_ms + retention_time_ms
+        if self._cache.share(group_id) is not None:
+            respond(_all_failed(offsets, E.group_id_not_found))  # Kafka: a share group commits no offsets
+            return
         consumer = self._cache.consumer(group_id)
         if consumer is not None and self._cache.validate_group_status(group_id) is None:
             respond(self._commit_to_consumer_group(consumer, (generation_id, member_id, group_instance_id), offsets,
@@ -219,6 +223,9 @@ class Offsets:
         group's current ones (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID), as Kafka's
         GroupCoordinator.handleTxnCommitOffsets checks them.
         """
+        if self._cache.share(group_id) is not None:
+            respond(_all_failed(offsets, E.group_id_not_found))
+            return
         consumer = self._cache.consumer(group_id)
         if consumer is not None and self._cache.validate_group_status(group_id) is None:
             respond(self._commit_to_consumer_group(consumer, (generation_id, member_id, group_instance_id), offsets,
@@ -302,6 +309,8 @@ class Offsets:
         group = self._cache.any_group(group_id)
         if error is None and isinstance(group, ConsumerGroup):
             error = group.validate_offset_fetch(member_id, member_epoch)
+        elif error is None and isinstance(group, ShareGroup):
+            error = E.group_id_not_found
         if error is not None:
             respond(OffsetFetchResult(error))
             return
@@ -330,7 +339,7 @@ class Offsets:
         """OffsetDelete: only for an Empty group, or for topics no member of a consumer group subscribes to."""
         error = self._cache.validate_group_status(group_id)
         group = self._cache.any_group(group_id)
-        if error is None and group is None:
+        if error is None and (group is None or isinstance(group, ShareGroup)):
             error = E.group_id_not_found
         if error is not None:
             respond(OffsetDeleteResult(error))
@@ -385,7 +394,10 @@ class Offsets:
 
 
     def _maybe_drop(self, group: AnyGroup, now_ms: int) -> list[Record]:
-        """An empty group left without offsets is deleted (Kafka's maybeDeleteGroup); its tombstones."""
+        """An empty group left without offsets is deleted (Kafka's maybeDeleteGroup); its tombstones. Share groups
+        do not expire (Kafka's ShareGroup.shouldExpire): DeleteGroups deletes them."""
+        if isinstance(group, ShareGroup):
+            return []
         if isinstance(group, ConsumerGroup):
             if not group.is_empty() or group.offsets:
                 return []

@@ -21,8 +21,10 @@ from logway.gateway.config import BrokerConfig
 from logway.gateway.dynamic_broker_config import DynamicBrokerConfigs
 from logway.gateway.fetch_sessions import FetchSessionCache
 from logway.gateway.fetch_waiters import FetchWaiters
+from logway.gateway.group_configs import GroupConfigs
 from logway.gateway.groups import GroupService
 from logway.gateway.metrics.stats import BrokerStats
+from logway.gateway.shares import ShareService
 from logway.gateway.transactions import TransactionService
 from logway.server.config import parse_properties
 from logway.server.security.realm import Realm
@@ -82,8 +84,14 @@ class Broker:
         self.logs.reconfigure(*self._log_defaults())  # before the logs load, so they open with the defaults
         self.logs.open()
         self.producer_ids = ProducerIdManager(Path(self.config.log_dirs[0]) / "producer-id-block")
+        self.group_configs = GroupConfigs(Path(self.config.log_dirs[0]), self.config.properties,
+                                          self.config.given_properties)
+        self.group_configs.load()
         self.groups = GroupService(self)
         self.groups.open()
+        self.shares = ShareService(self)
+        self.groups.coordinator.shares.member_left = self.shares.member_left
+        self.groups.coordinator.admin.share_group_deleted = self.shares.group_deleted
         self.transactions = TransactionService(self)
         log.info(
             "broker %d of cluster %s: %d topics in %s",
@@ -137,6 +145,7 @@ class Broker:
             if self.logs.cleaner_config.enable:
                 nursery.start_soon(self._cleaner_loop)
             await nursery.start(self.groups.run)
+            await nursery.start(self.shares.run)
             await nursery.start(self.transactions.run)
             task_status.started()
 

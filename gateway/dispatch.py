@@ -18,6 +18,7 @@ from logway.gateway.apis import (
     add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
+    alter_share_group_offsets,
     alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
@@ -28,6 +29,7 @@ from logway.gateway.apis import (
     delete_acls,
     delete_groups,
     delete_records,
+    delete_share_group_offsets,
     delete_topics,
     describe_acls,
     describe_cluster,
@@ -35,6 +37,7 @@ from logway.gateway.apis import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_share_group_offsets,
     describe_topic_partitions,
     describe_transactions,
     describe_user_scram_credentials,
@@ -59,6 +62,10 @@ from logway.gateway.apis import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
     txn_offset_commit,
 )
@@ -138,6 +145,13 @@ API_MODULES: tuple[ModuleType, ...] = (
     list_transactions,
     consumer_group_heartbeat,
     consumer_group_describe,
+    share_group_heartbeat,
+    share_group_describe,
+    share_fetch,
+    share_acknowledge,
+    describe_share_group_offsets,
+    alter_share_group_offsets,
+    delete_share_group_offsets,
 )
 REGISTRY: dict[int, ModuleType] = {m.API_KEY: m for m in API_MODULES}
 # The APIs whose ACL checks are the shared ones (applied here, not in their handlers).
@@ -150,7 +164,9 @@ SHARED_ACL_CHECKS = frozenset({
     alter_user_scram_credentials.API_KEY, alter_partition_reassignments.API_KEY, create_partitions.API_KEY,
     delete_records.API_KEY, describe_producers.API_KEY, offset_fetch.API_KEY, list_offsets.API_KEY,
     offset_for_leader_epoch.API_KEY, list_transactions.API_KEY, describe_transactions.API_KEY, elect_leaders.API_KEY,
-    consumer_group_heartbeat.API_KEY, consumer_group_describe.API_KEY,
+    consumer_group_heartbeat.API_KEY, consumer_group_describe.API_KEY, share_group_heartbeat.API_KEY,
+    share_group_describe.API_KEY, share_fetch.API_KEY, share_acknowledge.API_KEY, describe_share_group_offsets.API_KEY,
+    alter_share_group_offsets.API_KEY, delete_share_group_offsets.API_KEY,
 })
 
 

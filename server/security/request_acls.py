@@ -13,8 +13,11 @@ Kafka's rules, per API (error codes: TOPIC_ 29, GROUP_ 30, CLUSTER_ 31, TRANSACT
   Fetch: TOPIC READ (a replica's fetch CLUSTER_ACTION); ListOffsets, OffsetForLeaderEpoch: TOPIC DESCRIBE.
 - Metadata: TOPIC DESCRIBE (a listing shows only those), auto-creation CREATE on the cluster or the topic.
 - Groups: FindCoordinator GROUP/TRANSACTIONAL_ID DESCRIBE; JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-  ConsumerGroupHeartbeat GROUP READ; OffsetCommit GROUP READ + TOPIC READ; OffsetFetch GROUP DESCRIBE + TOPIC
-  DESCRIBE; DescribeGroups, ConsumerGroupDescribe GROUP DESCRIBE; ListGroups only the groups it may describe
+  ConsumerGroupHeartbeat and ShareGroupHeartbeat GROUP READ + TOPIC DESCRIBE on the topics subscribed by name;
+  OffsetCommit GROUP READ + TOPIC READ; OffsetFetch GROUP DESCRIBE + TOPIC DESCRIBE; DescribeGroups,
+  ConsumerGroupDescribe, ShareGroupDescribe, DescribeShareGroupOffsets GROUP DESCRIBE; ShareFetch,
+  ShareAcknowledge, AlterShareGroupOffsets GROUP READ (TOPIC READ: the broker, which knows the topic ids);
+  DeleteShareGroupOffsets GROUP DELETE; ListGroups only the groups it may describe
   (all with CLUSTER DESCRIBE); DeleteGroups GROUP DELETE; OffsetDelete GROUP DELETE + TOPIC READ.
 - Transactions: InitProducerId TRANSACTIONAL_ID WRITE, or without an id CLUSTER IDEMPOTENT_WRITE or WRITE on
   some topic (KIP-679, else 31); AddPartitionsToTxn TRANSACTIONAL_ID WRITE + TOPIC WRITE (one denied topic
@@ -699,9 +702,40 @@ def _update_features(k: int, v: int, request: Any, acl: Acl) -> Decision:
 
 
 def _consumer_group_heartbeat(k: int, v: int, request: Any, acl: Acl) -> Decision:
+    """ConsumerGroupHeartbeat and ShareGroupHeartbeat: GROUP READ, and DESCRIBE on every topic subscribed by name
+    (Kafka 4's KafkaApis; a regex resolves only to the topics the principal may DESCRIBE)."""
     if not acl.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
         return answer(k, v, {"error_code": GROUP_DENIED, "member_epoch": -1, "heartbeat_interval": 0})
+    names = request.subscribed_topic_names or ()
+    denied = sorted(n for n in set(names) if not acl.allowed(Operation.DESCRIBE, ResourceType.TOPIC, n))
+    if denied:
+        return answer(k, v, {"error_code": TOPIC_DENIED, "member_epoch": -1, "heartbeat_interval": 0,
+                             "error_message": f"Topic authorization failed for topics {denied}"})
     return Decision(_AS_IS)
+
+
+def _share_group_offsets(operation: Operation) -> Callable:
+    """AlterShareGroupOffsets (GROUP READ) and DeleteShareGroupOffsets (GROUP DELETE): one group, refused whole."""
+    def rule(k: int, v: int, request: Any, acl: Acl) -> Decision:
+        if acl.allowed(operation, ResourceType.GROUP, request.group_id):
+            return Decision(_AS_IS)
+        return answer(k, v, {"error_code": GROUP_DENIED, "responses": []})
+    return rule
+
+
+def _describe_share_group_offsets(k: int, v: int, request: Any, acl: Acl) -> Decision:
+    def denied(group: Any) -> dict:
+        return {"group_id": group.group_id, "topics": [], "error_code": GROUP_DENIED}
+    return _split(k, v, request, "groups", lambda g: acl.allowed(Operation.DESCRIBE, ResourceType.GROUP, g.group_id),
+                  denied, "groups")
+
+
+def _share_fetch(k: int, v: int, request: Any, acl: Acl) -> Decision:
+    """ShareFetch and ShareAcknowledge: GROUP READ (the topics are named by id: the broker checks TOPIC READ once it
+    has their names)."""
+    if request.group_id is None or acl.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
+        return Decision(_AS_IS)
+    return answer(k, v, {"error_code": GROUP_DENIED, "responses": [], "acquisition_lock_timeout": 0})
 
 
 def _unrestricted(k: int, v: int, request: Any, acl: Acl) -> Decision:
@@ -735,6 +769,9 @@ RULES: dict[int, Rule] = {
     51: _alter_user_scram_credentials, 57: _update_features, 60: _describe_cluster, 61: _describe_producers,
     65: _describe_transactions, 66: _list_transactions, 68: _consumer_group_heartbeat,
     69: _consumer_group_describe, 71: _unrestricted, 72: _unrestricted,
+    76: _consumer_group_heartbeat, 77: _consumer_group_describe, 78: _share_fetch, 79: _share_fetch,
+    90: _describe_share_group_offsets, 91: _share_group_offsets(Operation.READ),
+    92: _share_group_offsets(Operation.DELETE),
     74: _cluster(Operation.DESCRIBE_CONFIGS, config_resources=[]),  # ListConfigResources
     75: _describe_topic_partitions,
 }
