@@ -159,15 +159,18 @@ class GroupCoordinator:
         """The error a request naming ``group_id`` gets before anything else (invalid, still loading), or None."""
         return self._cache.validate_group_status(group_id)
 
-    def share_group_alterable(self, group_id: str) -> ErrorCode | None:
+    def share_group_alterable(self, group_id: str, *, create_at_ms: int | None = None) -> ErrorCode | None:
         """Whether the share offsets of ``group_id`` may be changed: GROUP_ID_NOT_FOUND for a group of another
-        type, NON_EMPTY_GROUP while the share group has members (Kafka's alter/deleteShareGroupOffsets)."""
+        type, or no group (unless ``create_at_ms``: AlterShareGroupOffsets creates an empty share group then),
+        NON_EMPTY_GROUP while the share group has members (Kafka's alter/deleteShareGroupOffsets)."""
         error = self._cache.validate_group_status(group_id)
         if error is not None:
             return error
         group = self._cache.any_group(group_id)
         if group is None:
-            return None
+            if create_at_ms is None:
+                return ErrorCode.group_id_not_found
+            return self.shares.create_empty(group_id, create_at_ms)
         if getattr(group, "group_type", "classic") != "share":
             return ErrorCode.group_id_not_found
         return None if group.is_empty() else ErrorCode.non_empty_group

@@ -174,6 +174,14 @@ class ShareMembership:
         ids = (self._topics.topic_id(n) for n in names if self._topics.partition_count(n) > 0)
         return frozenset(i for i in ids if i is not None)
 
+    def create_empty(self, group_id: str, now_ms: int) -> ErrorCode | None:
+        """An empty share group (its epoch record at 0), as AlterShareGroupOffsets makes one in Kafka."""
+        try:
+            self._write(ShareGroup(group_id), [epoch_record(group_id, 0, 0)], now_ms)
+        except GroupError as exc:
+            return exc.code
+        return None
+
     def _write(self, group: ShareGroup, records: list[GroupRecord], now_ms: int) -> None:
         if not records:
             return

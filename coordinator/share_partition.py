@@ -151,11 +151,14 @@ class SharePartition:
     def acknowledge(self, member_id: str, batches: Sequence[tuple[int, int, Sequence[int]]],
                     now_ms: int) -> tuple[ErrorCode, set[int]]:
         """Apply a member's acknowledgements ((first, last, types): one type for the whole range or one per
-        offset). Every offset must be ACQUIRED by this member (else INVALID_RECORD_STATE and nothing changes).
+        offset). Every offset must be ACQUIRED by this member (else INVALID_RECORD_STATE and nothing changes);
+        offsets past what was ever acquired are INVALID_REQUEST.
         Returns the error and the offsets whose state changed."""
         plan: list[tuple[int, int]] = []
         for first, last, types in batches:
             if last < first or (len(types) != 1 and len(types) != last - first + 1) or not types:
+                return E.invalid_request, set()
+            if last >= self.end:  # SharePartition: "Batch record not found ... past acquired records"
                 return E.invalid_request, set()
             for i, offset in enumerate(range(first, last + 1)):
                 if offset < self.start:

@@ -5,6 +5,11 @@ old one) with the request's partitions; each later request must carry the sessio
 (wrapping to 1), adding the request's partitions and dropping the forgotten ones; epoch -1 is the member's last
 request (its acknowledgements are applied, then the session is closed and what it still holds is released).
 ``group.share.max.share.sessions`` bounds the sessions (SHARE_SESSION_LIMIT_REACHED beyond it).
+
+A session belongs to the connection that opened it (Kafka's ShareSessionCache.connectionIdToSessionMap): when
+that connection closes, ``disconnected`` names the session, which the caller ends as a member's leaving (its
+records released at once, not when their locks run out). A session closed or replaced before that is no longer
+the connection's.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ class ShareSession:
     member_id: str
     epoch: int
     partitions: dict[TopicIdPartition, None] = field(default_factory=dict)  # ordered set
+    connection: object | None = None  # the connection that opened it
 
 
 def next_epoch(epoch: int) -> int:
@@ -47,6 +53,7 @@ class ShareSessionCache:
     def __init__(self, max_sessions: int = 2000) -> None:
         self.max_sessions = max_sessions
         self._sessions: dict[tuple[str, str], ShareSession] = {}
+        self._by_connection: dict[object, ShareSession] = {}  # the session each live connection opened
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -55,7 +62,8 @@ class ShareSessionCache:
         return self._sessions.get((group_id, member_id))
 
     def context(self, group_id: str, member_id: str, epoch: int, add: Iterable[TopicIdPartition],
-                forget: Iterable[TopicIdPartition], acknowledging: bool) -> ShareSession:
+                forget: Iterable[TopicIdPartition], acknowledging: bool, connection: object | None = None,
+                ) -> ShareSession:
         """The session a request works in (see the module docstring); SessionError for what Kafka refuses."""
         key = (group_id, member_id)
         if epoch == FINAL_EPOCH:
@@ -66,11 +74,14 @@ class ShareSessionCache:
         if epoch == INITIAL_EPOCH:
             if acknowledging:
                 raise SessionError(E.invalid_request, "acknowledgements in a request that opens a share session")
-            self._sessions.pop(key, None)
+            self.close(group_id, member_id)
             if len(self._sessions) >= self.max_sessions:
                 raise SessionError(E.share_session_limit_reached, "the share session cache is full")
-            session = self._sessions[key] = ShareSession(group_id, member_id, next_epoch(INITIAL_EPOCH))
+            session = self._sessions[key] = ShareSession(group_id, member_id, next_epoch(INITIAL_EPOCH),
+                                                         connection=connection)
             session.partitions.update(dict.fromkeys(add))
+            if connection is not None:
+                self._by_connection[connection] = session
             return session
         session = self._sessions.get(key)
         if session is None:
@@ -84,8 +95,15 @@ class ShareSessionCache:
         return session
 
     def close(self, group_id: str, member_id: str) -> ShareSession | None:
-        return self._sessions.pop((group_id, member_id), None)
+        session = self._sessions.pop((group_id, member_id), None)
+        if session is not None and self._by_connection.get(session.connection) is session:
+            del self._by_connection[session.connection]
+        return session
 
     def close_group(self, group_id: str) -> None:
         for key in [k for k in self._sessions if k[0] == group_id]:
-            del self._sessions[key]
+            self.close(*key)
+
+    def disconnected(self, connection: object) -> ShareSession | None:
+        """The live session ``connection`` opened (None if it opened none, or that one is gone already)."""
+        return self._by_connection.pop(connection, None)

@@ -125,6 +125,13 @@ class ShareService:
         self._notify(self.store.release_member(group_id, member_id, _now_ms()))
         self._wakeup.set()
 
+    def connection_closed(self, connection: object) -> None:
+        """Kafka's ShareSessionCache disconnect listener: the session the connection opened ends, and its
+        member's acquired records are released (the member stays in its group)."""
+        session = self.sessions.disconnected(connection)
+        if session is not None:
+            self.member_left(session.group_id, session.member_id)
+
     def group_deleted(self, group_id: str) -> None:
         """DeleteGroups of a share group: its share partitions' state and its configs go with it."""
         self.sessions.close_group(group_id)
@@ -135,18 +142,24 @@ class ShareService:
 
     async def fetch(self, group_id: str, member_id: str, epoch: int, partitions: list[tuple[uuid.UUID, int]],
                     forget: list[tuple[uuid.UUID, int]], acks: Acks, *, max_wait_ms: int, max_bytes: int,
-                    max_records: int) -> dict[tuple[uuid.UUID, int], PartitionAnswer]:
+                    max_records: int, denied: frozenset[uuid.UUID] = frozenset(), connection: object = None,
+                    ) -> dict[tuple[uuid.UUID, int], PartitionAnswer]:
         """One ShareFetch after the request checks: acknowledgements applied, then records acquired (unless it
-        is the session's last request). SessionError for a session problem."""
+        is the session's last request). The partitions of ``denied`` topics (no TOPIC READ) answer
+        TOPIC_AUTHORIZATION_FAILED, for their records and their acknowledgements. SessionError for a session
+        problem."""
         await self.loaded.wait()
-        session = self.sessions.context(group_id, member_id, epoch, partitions, forget, bool(acks))
-        answers = self._acknowledge(group_id, member_id, acks)
+        session = self.sessions.context(group_id, member_id, epoch, partitions, forget, bool(acks), connection)
+        answers = self._acknowledge(group_id, member_id, acks, denied)
         if epoch == FINAL_EPOCH:
             self.member_left(group_id, member_id)
         else:
             deadline = trio.current_time() + max_wait_ms / 1000
             by_id = {t.topic_id: t.name for t in self.broker.logs.topics.values()}
-            targets = [tp for tp in session.partitions]
+            targets = [tp for tp in session.partitions if tp[0] not in denied]
+            for tp in session.partitions:
+                if tp[0] in denied:
+                    answers.setdefault(tp, PartitionAnswer()).error = E.topic_authorization_failed
             while True:
                 got = self._acquire(group_id, member_id, targets, by_id, max_bytes, max_records)
                 for tp, answer in got.items():
@@ -164,24 +177,28 @@ class ShareService:
         self._wakeup.set()
         return answers
 
-    async def acknowledge(self, group_id: str, member_id: str, epoch: int,
-                          acks: Acks) -> dict[tuple[uuid.UUID, int], PartitionAnswer]:
+    async def acknowledge(self, group_id: str, member_id: str, epoch: int, acks: Acks,
+                          denied: frozenset[uuid.UUID] = frozenset()) -> dict[tuple[uuid.UUID, int], PartitionAnswer]:
         """ShareAcknowledge: the session's epoch is checked and moves on (or, at -1, the session closes)."""
         await self.loaded.wait()
         if epoch == 0:
             raise SessionError(E.invalid_share_session_epoch, "ShareAcknowledge cannot open a share session")
         self.sessions.context(group_id, member_id, epoch, [], [], False)
-        answers = self._acknowledge(group_id, member_id, acks)
+        answers = self._acknowledge(group_id, member_id, acks, denied)
         if epoch == FINAL_EPOCH:
             self.member_left(group_id, member_id)
         await self.state_log.flush_pending()
         return answers
 
-    def _acknowledge(self, group_id: str, member_id: str, acks: Acks) -> dict[tuple[uuid.UUID, int], PartitionAnswer]:
+    def _acknowledge(self, group_id: str, member_id: str, acks: Acks,
+                     denied: frozenset[uuid.UUID]) -> dict[tuple[uuid.UUID, int], PartitionAnswer]:
         answers: dict[tuple[uuid.UUID, int], PartitionAnswer] = {}
         now = _now_ms()
         released: list[SharePartitionKey] = []
         for (topic_id, partition), batches in acks.items():
+            if topic_id in denied:
+                answers[(topic_id, partition)] = PartitionAnswer(ack_error=E.topic_authorization_failed)
+                continue
             key = (group_id, topic_id, partition)
             share_partition = self.store.get(key)
             if share_partition is None:

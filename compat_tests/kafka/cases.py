@@ -30,7 +30,7 @@ LOGWAY_VERSIONS = {
     42: (0, 2), 44: (0, 1), 47: (0, 0), 50: (0, 0), 51: (0, 0), 60: (0, 1),
     35: (1, 5), 43: (0, 2), 45: (0, 1), 46: (0, 0), 75: (0, 0),
     24: (0, 3), 25: (0, 4), 26: (0, 4), 28: (0, 4), 61: (0, 0), 65: (0, 0), 66: (0, 2),
-    68: (0, 1), 69: (0, 1),
+    68: (0, 1), 69: (0, 1), 76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 90: (0, 1), 91: (0, 0), 92: (0, 0),
 }
 API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
              10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
@@ -44,7 +44,9 @@ API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "Offs
              75: "DescribeTopicPartitions",
              24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn", 28: "TxnOffsetCommit",
              61: "DescribeProducers", 65: "DescribeTransactions", 66: "ListTransactions",
-             68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe"}
+             68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe", 76: "ShareGroupHeartbeat",
+             77: "ShareGroupDescribe", 78: "ShareFetch", 79: "ShareAcknowledge", 90: "DescribeShareGroupOffsets",
+             91: "AlterShareGroupOffsets", 92: "DeleteShareGroupOffsets"}
 
 Steps = dict[str, Any]
 CaseFn = Callable[[Side, int, str], Steps]

@@ -83,6 +83,14 @@ class Kafka4Client:
                                   parts[6] if len(parts) > 6 else ""))
         return out
 
+    def committed(self) -> list[str]:
+        """The values of the records whose acknowledgements a share consumer's commitSync confirmed, in order."""
+        out: list[str] = []
+        for line in self.snapshot():
+            if line.startswith("COMMITTED "):
+                out += [v for v in line.removeprefix("COMMITTED ").split(",") if v]
+        return out
+
     def assignment(self) -> set[str]:
         """The partitions of the last ASSIGNED line (empty before the first)."""
         assigned = [line for line in self.snapshot() if line.startswith("ASSIGNED")]

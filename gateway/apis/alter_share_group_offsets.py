@@ -1,10 +1,13 @@
 """AlterShareGroupOffsets (key 91), v0: set share partitions' start offsets (``kafka-share-groups
---reset-offsets``); the group must have no members (NON_EMPTY_GROUP). Each partition starts over: what was
-in flight is forgotten. An unknown topic or partition gets UNKNOWN_TOPIC_OR_PARTITION. The ACL checks (GROUP
-READ, TOPIC READ) are the shared ones dispatch applies.
+--reset-offsets``); the group must have no members (NON_EMPTY_GROUP); an unknown group id becomes an empty
+share group, as in Kafka. Each partition starts over: what was in flight is forgotten. An unknown topic or
+partition gets UNKNOWN_TOPIC_OR_PARTITION (unknown topics first, as Kafka's response builder orders them). ACL
+checks (GROUP READ, TOPIC READ): server/security/share_group_acls.py, applied by dispatch.
 """
 
 from __future__ import annotations
+
+import time
 
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
@@ -18,7 +21,7 @@ _UNKNOWN = "This server does not host this topic-partition."
 
 async def handle(ctx, request):
     broker = ctx.broker
-    error = broker.groups.coordinator.share_group_alterable(request.group_id)
+    error = broker.groups.coordinator.share_group_alterable(request.group_id, create_at_ms=int(time.time() * 1000))
     if error is not None:
         return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "error_code": error,
                                                            "error_message": None, "responses": []})
@@ -33,8 +36,10 @@ async def handle(ctx, request):
             else:
                 resets.append(((request.group_id, topic.topic_id, p.partition_index), p.start_offset))
                 parts.append({"partition_index": p.partition_index, "error_code": ErrorCode.none})
-        responses.append({"topic_name": t.topic_name, "topic_id": topic.topic_id if topic else None,
-                          "partitions": parts})
+        entry = {"topic_name": t.topic_name, "topic_id": topic.topic_id if topic else None, "partitions": parts}
+        # Kafka's response builder: the topics KafkaApis refuses (unknown ones) ahead of the coordinator's.
+        responses.insert(sum(1 for r in responses if r["topic_id"] is None), entry) if topic is None \
+            else responses.append(entry)
     results = await broker.shares.reset(resets)
     for topic in responses:
         for part in topic["partitions"]:

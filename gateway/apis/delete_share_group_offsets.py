@@ -1,5 +1,5 @@
 """DeleteShareGroupOffsets (key 92), v0: forget the share state of whole topics for a group (``kafka-share-groups
---delete-offsets``); the group must have no members (NON_EMPTY_GROUP). An unknown topic gets
+--delete-offsets``); the group must exist (GROUP_ID_NOT_FOUND) and have no members (NON_EMPTY_GROUP). An unknown topic gets
 UNKNOWN_TOPIC_OR_PARTITION. The ACL checks (GROUP DELETE, TOPIC READ) are the shared ones dispatch applies.
 """
 

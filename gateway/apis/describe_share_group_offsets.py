@@ -1,7 +1,8 @@
 """DescribeShareGroupOffsets (key 90), v0-v1: each share partition's start offset (the first record not yet
 done), v1 with its lag (the records after it not yet acknowledged or archived, up to the high watermark).
 
-A partition with no share state yet (never fetched, or its state deleted) has start offset and lag -1. With
+A partition with no share state yet (never fetched, or its state deleted), or of an unknown topic, has start
+offset and lag -1. With
 ``topics`` null: every partition the group has state for or subscribes to. The ACL checks (GROUP DESCRIBE,
 TOPIC DESCRIBE) are the shared ones dispatch applies.
 """
@@ -54,9 +55,9 @@ def _describe_group(ctx, group_id: str, topics) -> dict:
         entries = []
         for p in partitions:
             if topic is None or not 0 <= p < len(topic.partitions):
-                entries.append({"partition_index": p, "start_offset": -1, "leader_epoch": -1, "lag": -1,
-                                "error_code": ErrorCode.unknown_topic_or_partition,
-                                "error_message": "This server does not host this topic-partition."})
+                # GroupCoordinatorService: no data rather than an error (as OffsetFetch answers), topic id zero.
+                entries.append({"partition_index": p, "start_offset": -1, "leader_epoch": 0, "lag": -1,
+                                "error_code": ErrorCode.none})
                 continue
             share_partition = broker.shares.start_offset(group_id, topic.topic_id, p)
             entries.append({"partition_index": p, "leader_epoch": 0,

@@ -4,12 +4,13 @@ ACCEPT (1), RELEASE (2, delivered again, until group.share.delivery.count.limit)
 with no record) and, v2, RENEW (4: keep the acquisition lock, KIP-1222). Each partition's error_code is its
 acknowledgement's (INVALID_RECORD_STATE for a record the member does not hold). The session's epoch must be the
 current one (-1 closes it, releasing what the member still holds). The answer goes out once the
-acknowledgements are written to __share_group_state. ACL checks (GROUP READ, TOPIC READ): dispatch's.
+acknowledgements are written to __share_group_state. GROUP READ is dispatch's shared check, TOPIC READ
+ShareFetch's (denied_topic_ids).
 """
 
 from __future__ import annotations
 
-from logway.gateway.apis.share_fetch import acks_of
+from logway.gateway.apis.share_fetch import acks_of, denied_topic_ids
 from logway.gateway.share_sessions import SessionError
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
@@ -21,7 +22,8 @@ MAX_VERSION = 2
 
 def _error(ctx, code: ErrorCode, message: str | None = None):
     return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "error_code": code,
-                                                       "error_message": message, "responses": []})
+                                                       "error_message": message, "responses": [],
+                                                       "acquisition_lock_timeout": 0})
 
 
 async def handle(ctx, request):
@@ -32,7 +34,8 @@ async def handle(ctx, request):
     shares = ctx.broker.shares
     try:
         answers = await shares.acknowledge(request.group_id, request.member_id, request.share_session_epoch,
-                                           acks_of(request.topics))
+                                           acks_of(request.topics),
+                                           denied_topic_ids(ctx, [t.topic_id for t in request.topics]))
     except SessionError as exc:
         return _error(ctx, exc.code, str(exc))
     node = {"leader_id": ctx.broker.node_id, "leader_epoch": 0}

@@ -9,12 +9,14 @@ request may only renew locks: max_bytes, min_bytes, max_records and max_wait_ms 
 INVALID_REQUEST (no group id or member id; acknowledgements when opening a session), SHARE_SESSION_NOT_FOUND,
 INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_LIMIT_REACHED. Per partition: UNKNOWN_TOPIC_ID,
 UNKNOWN_TOPIC_OR_PARTITION, INVALID_RECORD_STATE (an acknowledgement of a record the member does not hold).
-The ACL checks (GROUP READ, TOPIC READ) are the shared ones dispatch applies.
+GROUP READ is dispatch's shared check; TOPIC READ is checked here once the topic ids have names (a denied
+topic's partitions answer TOPIC_AUTHORIZATION_FAILED, records and acknowledgements alike).
 """
 
 from __future__ import annotations
 
 from logway.gateway.share_sessions import SessionError
+from logway.server.security.authorizer import Operation
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
@@ -34,9 +36,20 @@ def acks_of(topics) -> dict:
     return out
 
 
+def denied_topic_ids(ctx, topic_ids) -> frozenset:
+    """The ids of the topics the principal may not READ (KafkaApis checks TOPIC READ once it has the names)."""
+    if ctx.realm.authorizer is None:
+        return frozenset()
+    names = {t.topic_id: t.name for t in ctx.broker.logs.topics.values()}
+    known = {i: names[i] for i in set(topic_ids) if i in names}
+    denied = ctx.denied_topics(Operation.READ, known.values())
+    return frozenset(i for i, name in known.items() if name in denied)
+
+
 def error_response(ctx, code: ErrorCode, message: str | None = None):
     return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "error_code": code,
-                                                       "error_message": message, "responses": []})
+                                                       "error_message": message, "responses": [],
+                                                       "acquisition_lock_timeout": 0})
 
 
 def _renew_problem(request) -> str | None:
@@ -65,7 +78,8 @@ async def handle(ctx, request):
         answers = await shares.fetch(
             request.group_id, request.member_id, request.share_session_epoch, partitions, forget,
             acks_of(request.topics), max_wait_ms=0 if renew else int(request.max_wait.total_seconds() * 1000),
-            max_bytes=0 if renew else request.max_bytes, max_records=0 if renew else request.max_records)
+            max_bytes=0 if renew else request.max_bytes, max_records=0 if renew else request.max_records,
+            denied=denied_topic_ids(ctx, [t.topic_id for t in request.topics]), connection=ctx.connection)
     except SessionError as exc:
         return error_response(ctx, exc.code, str(exc))
     node = {"leader_id": ctx.broker.node_id, "leader_epoch": 0}
@@ -73,7 +87,7 @@ async def handle(ctx, request):
     for (topic_id, partition), a in answers.items():
         by_topic.setdefault(topic_id, []).append({
             "partition_index": partition, "error_code": a.error, "acknowledge_error_code": a.ack_error or 0,
-            "current_leader": node, "records": bytes(a.records) if a.records else None,
+            "current_leader": node, "records": bytes(a.records),  # never null from v1 on
             "acquired_records": [{"first_offset": f, "last_offset": last, "delivery_count": c}
                                  for f, last, c in a.acquired]})
     return build(response_type(API_KEY, ctx.version), {

@@ -15,9 +15,8 @@ Kafka's rules, per API (error codes: TOPIC_ 29, GROUP_ 30, CLUSTER_ 31, TRANSACT
 - Groups: FindCoordinator GROUP/TRANSACTIONAL_ID DESCRIBE; JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
   ConsumerGroupHeartbeat and ShareGroupHeartbeat GROUP READ + TOPIC DESCRIBE on the topics subscribed by name;
   OffsetCommit GROUP READ + TOPIC READ; OffsetFetch GROUP DESCRIBE + TOPIC DESCRIBE; DescribeGroups,
-  ConsumerGroupDescribe, ShareGroupDescribe, DescribeShareGroupOffsets GROUP DESCRIBE; ShareFetch,
-  ShareAcknowledge, AlterShareGroupOffsets GROUP READ (TOPIC READ: the broker, which knows the topic ids);
-  DeleteShareGroupOffsets GROUP DELETE; ListGroups only the groups it may describe
+  ConsumerGroupDescribe, ShareGroupDescribe GROUP DESCRIBE; the other share-group APIs: share_group_acls.py;
+  ListGroups only the groups it may describe
   (all with CLUSTER DESCRIBE); DeleteGroups GROUP DELETE; OffsetDelete GROUP DELETE + TOPIC READ.
 - Transactions: InitProducerId TRANSACTIONAL_ID WRITE, or without an id CLUSTER IDEMPOTENT_WRITE or WRITE on
   some topic (KIP-679, else 31); AddPartitionsToTxn TRANSACTIONAL_ID WRITE + TOPIC WRITE (one denied topic
@@ -56,6 +55,7 @@ from logway.server.security.authorizer import (
     ResourceType,
     operations_bitfield,
 )
+from logway.server.security.share_group_acls import RULES as SHARE_RULES  # imports this module back
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import _entity_of, response_type
 
@@ -714,30 +714,6 @@ def _consumer_group_heartbeat(k: int, v: int, request: Any, acl: Acl) -> Decisio
     return Decision(_AS_IS)
 
 
-def _share_group_offsets(operation: Operation) -> Callable:
-    """AlterShareGroupOffsets (GROUP READ) and DeleteShareGroupOffsets (GROUP DELETE): one group, refused whole."""
-    def rule(k: int, v: int, request: Any, acl: Acl) -> Decision:
-        if acl.allowed(operation, ResourceType.GROUP, request.group_id):
-            return Decision(_AS_IS)
-        return answer(k, v, {"error_code": GROUP_DENIED, "responses": []})
-    return rule
-
-
-def _describe_share_group_offsets(k: int, v: int, request: Any, acl: Acl) -> Decision:
-    def denied(group: Any) -> dict:
-        return {"group_id": group.group_id, "topics": [], "error_code": GROUP_DENIED}
-    return _split(k, v, request, "groups", lambda g: acl.allowed(Operation.DESCRIBE, ResourceType.GROUP, g.group_id),
-                  denied, "groups")
-
-
-def _share_fetch(k: int, v: int, request: Any, acl: Acl) -> Decision:
-    """ShareFetch and ShareAcknowledge: GROUP READ (the topics are named by id: the broker checks TOPIC READ once it
-    has their names)."""
-    if request.group_id is None or acl.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
-        return Decision(_AS_IS)
-    return answer(k, v, {"error_code": GROUP_DENIED, "responses": [], "acquisition_lock_timeout": 0})
-
-
 def _unrestricted(k: int, v: int, request: Any, acl: Acl) -> Decision:
     """APIs Kafka serves to every authenticated client (client telemetry)."""
     return Decision(_AS_IS)
@@ -769,9 +745,7 @@ RULES: dict[int, Rule] = {
     51: _alter_user_scram_credentials, 57: _update_features, 60: _describe_cluster, 61: _describe_producers,
     65: _describe_transactions, 66: _list_transactions, 68: _consumer_group_heartbeat,
     69: _consumer_group_describe, 71: _unrestricted, 72: _unrestricted,
-    76: _consumer_group_heartbeat, 77: _consumer_group_describe, 78: _share_fetch, 79: _share_fetch,
-    90: _describe_share_group_offsets, 91: _share_group_offsets(Operation.READ),
-    92: _share_group_offsets(Operation.DELETE),
+    76: _consumer_group_heartbeat, 77: _consumer_group_describe, **SHARE_RULES,
     74: _cluster(Operation.DESCRIBE_CONFIGS, config_resources=[]),  # ListConfigResources
     75: _describe_topic_partitions,
 }

@@ -35,7 +35,7 @@ def test_only_the_member_holding_a_record_may_acknowledge_it() -> None:
     sp = SharePartition(0)
     sp.acquire("a", BATCHES[:1], 10, now_ms=0)
     assert sp.acknowledge("b", [(0, 4, [A.ACCEPT])], now_ms=1) == (E.invalid_record_state, set())
-    assert sp.acknowledge("a", [(0, 6, [A.ACCEPT])], now_ms=1)[0] == E.invalid_record_state  # 5-6 not acquired
+    assert sp.acknowledge("a", [(0, 6, [A.ACCEPT])], now_ms=1)[0] == E.invalid_request  # 5-6 never acquired
     assert sp.acknowledge("a", [(0, 4, [A.ACCEPT, A.REJECT])], now_ms=1)[0] == E.invalid_request  # 2 types for 5
     assert sp.state_of(0) == (RecordState.ACQUIRED, 1)  # nothing changed
 

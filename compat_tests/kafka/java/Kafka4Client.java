@@ -120,19 +120,34 @@ public class Kafka4Client {
             consumer.subscribe(List.of(args[3]));
             boolean releasedOnce = false;
             while (!stop.get()) {
-                ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(200));
+                ConsumerRecords<String, String> records;
+                try {
+                    records = consumer.poll(Duration.ofMillis(200));
+                } catch (org.apache.kafka.common.KafkaException e) {
+                    say("POLL-FAILED " + e.getClass().getSimpleName());
+                    continue;
+                }
+                List<String> acked = new ArrayList<>();
                 for (ConsumerRecord<String, String> r : records) {
                     AcknowledgeType type = AcknowledgeType.ACCEPT;
                     if (ack.equals("release") || (ack.equals("release-first") && !releasedOnce)) type = AcknowledgeType.RELEASE;
                     else if (ack.equals("reject")) type = AcknowledgeType.REJECT;
                     releasedOnce = releasedOnce || type == AcknowledgeType.RELEASE;
                     consumer.acknowledge(r, type);
+                    acked.add(r.value());
                     say("RECORD " + r.topic() + " " + r.partition() + " " + r.offset() + " "
                         + r.deliveryCount().map(String::valueOf).orElse("-") + " " + r.value() + " " + type);
                 }
                 if (!records.isEmpty()) {
-                    consumer.commitSync();
-                    say("COMMITTED");
+                    // The acknowledgements are kept once commitSync reports no error for any partition.
+                    try {
+                        Map<org.apache.kafka.common.TopicIdPartition, Optional<org.apache.kafka.common.KafkaException>> result =
+                            consumer.commitSync();
+                        boolean ok = result.values().stream().allMatch(Optional::isEmpty);
+                        say((ok ? "COMMITTED " : "COMMIT-FAILED ") + String.join(",", acked));
+                    } catch (org.apache.kafka.common.KafkaException e) {
+                        say("COMMIT-FAILED " + e.getClass().getSimpleName());
+                    }
                 }
             }
         }
