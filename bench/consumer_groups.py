@@ -7,6 +7,10 @@ Per round and broker (alternated): a 4-partition topic; member A joins (time unt
 joins (until each owns 2), B leaves (until A owns 4 again); the broker's CPU seconds over the scenario.
 Both brokers run with a 500 ms consumer heartbeat interval (group.consumer.heartbeat.interval.ms), as the
 compatibility tests do.
+
+Then, on the same broker, KIP-932 share groups: 20,000 records of 100 bytes on 2 partitions, one
+KafkaShareConsumer (explicit ACCEPT, commitSync after each poll): the time from its start to the last
+confirmed acknowledgement, and the broker's CPU seconds over it (the share heartbeat interval stays 5 s).
 """
 
 from __future__ import annotations
@@ -51,6 +55,31 @@ def _scenario(bootstrap: str, port: int, log_dir: Path) -> dict[str, float]:
     return out
 
 
+def _share_scenario(bootstrap: str, port: int, log_dir: Path, records: int = 20_000) -> dict[str, float]:
+    from confluent_kafka import Producer
+
+    from compat_tests.kafka.kafka4_client import Kafka4Client
+    from compat_tests.kafka.sides import Side
+
+    topic = f"bench-share-{uuid.uuid4().hex[:8]}"
+    group = f"{topic}-group"
+    side = Side("broker", port)
+    side.create_topic(topic, 2)
+    side.call(44, 1, {"resources": [{"resource_type": 32, "resource_name": group, "configs": [
+        {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}], "validate_only": False})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(records):
+        producer.produce(topic, b"x" * 100, partition=i % 2)
+    assert producer.flush(60) == 0
+    started = time.monotonic()
+    consumer = Kafka4Client.start("share", bootstrap, group, topic, "max.poll.records=500", log_dir=log_dir)
+    try:
+        consumer.wait_for(lambda: len(consumer.committed()) >= records, "every record acknowledged", timeout=300)
+        return {f"share: {records} records acknowledged (s)": time.monotonic() - started}
+    finally:
+        consumer.stop()
+
+
 def rebalances(rounds: int) -> dict[str, dict[str, list[float]]]:
     results: dict[str, dict[str, list[float]]] = {"logway": {}, "kafka": {}}
     for _ in range(rounds):
@@ -62,6 +91,9 @@ def rebalances(rounds: int) -> dict[str, dict[str, list[float]]]:
                 cpu = broker.cpu_seconds()
                 scenario = _scenario(broker.bootstrap, int(broker.bootstrap.rsplit(":", 1)[1]), work)
                 scenario["broker CPU-s"] = broker.cpu_seconds() - cpu
+                cpu = broker.cpu_seconds()
+                scenario.update(_share_scenario(broker.bootstrap, int(broker.bootstrap.rsplit(":", 1)[1]), work))
+                scenario["share: broker CPU-s"] = broker.cpu_seconds() - cpu
                 for key, value in scenario.items():
                     results[name].setdefault(key, []).append(value)
             finally:

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import trio
 
@@ -249,20 +249,24 @@ class ShareService:
         if not share_partition.can_acquire():
             return PartitionAnswer()
         offset = share_partition.next_fetch_offset()
-        if offset >= plog.high_watermark:
+        committed = self.broker.group_configs.value(group_id, "share.isolation.level") == "read_committed"
+        upper = plog.last_stable_offset if committed else plog.high_watermark
+        if offset >= upper:
             return PartitionAnswer()
         try:
             data = plog.read_bytes(offset, max_bytes)
         except KafkaError as exc:
             return PartitionAnswer(exc.error_code)
-        batches = list(_batches(data))
-        acquired = share_partition.acquire(member_id, [(b[0], b[1], b[2]) for b in batches], max_records, now)
+        batches = [b for b in _batches(data) if b.first < upper]
+        skipped = _aborted(batches, plog.aborted_transactions(offset, upper)) if committed else set()
+        acquired = share_partition.acquire(
+            member_id, [(b.first, b.last, b.control or b.first in skipped) for b in batches], max_records, now)
         if not acquired:
             return PartitionAnswer()
         answer = PartitionAnswer(acquired=acquired)
-        for first, last, _control, start, end in batches:
-            if any(a_first <= last and first <= a_last for a_first, a_last, _ in acquired):
-                answer.records += data[start:end]
+        for b in batches:
+            if any(a_first <= b.last and b.first <= a_last for a_first, a_last, _ in acquired):
+                answer.records += data[b.start:b.end]
         return answer
 
     def _initial_offset(self, group_id: str, plog: PartitionLog, now_ms: int) -> int:
@@ -299,15 +303,43 @@ class ShareService:
         self.state_log.ensure_topic(self.store.num_partitions)
 
 
-def _batches(data: bytes) -> Iterable[tuple[int, int, bool, int, int]]:
-    """(first offset, last offset, is control, start, end) of each whole batch in ``data``."""
+class _Batch(NamedTuple):
+    first: int
+    last: int
+    control: bool
+    start: int  # its bytes in the data read
+    end: int
+    producer_id: int
+    transactional: bool
+
+
+def _batches(data: bytes) -> Iterable[_Batch]:
+    """Each whole batch in ``data``."""
     pos = 0
     while len(data) - pos >= BATCH_HEADER_SIZE:
         header = parse_header(data, pos)
         if header.size < BATCH_HEADER_SIZE or header.size > len(data) - pos:
             return
-        yield header.base_offset, header.last_offset, header.is_control, pos, pos + header.size
+        yield _Batch(header.base_offset, header.last_offset, header.is_control, pos, pos + header.size,
+                     header.producer_id, header.is_transactional)
         pos += header.size
+
+
+def _aborted(batches: list[_Batch], aborted: list[tuple[int, int]]) -> set[int]:
+    """The first offsets of the batches of aborted transactions (share.isolation.level=read_committed: they are
+    archived, never delivered), as a read_committed consumer skips them: from an aborted transaction's first
+    offset, its producer's transactional batches until its control batch (the abort marker)."""
+    starts = sorted(aborted, key=lambda a: a[1])
+    open_ids: set[int] = set()
+    out: set[int] = set()
+    for b in batches:
+        while starts and starts[0][1] <= b.first:
+            open_ids.add(starts.pop(0)[0])
+        if b.control:
+            open_ids.discard(b.producer_id)
+        elif b.transactional and b.producer_id in open_ids:
+            out.add(b.first)
+    return out
 
 
 def _duration_ms(text: str) -> int:
