@@ -73,6 +73,10 @@ BROKER_DEFAULTS: dict[str, str] = {
     "transactional.id.expiration.ms": "604800000",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "10000",
     "transaction.remove.expired.transaction.cleanup.interval.ms": "3600000",
+    # The transaction.version feature the broker finalizes (Kafka sets it with `kafka-storage format --feature`
+    # or `kafka-features upgrade`): 2 (Kafka 4's default, KIP-890 part 2) lets clients bump the epoch at every
+    # transaction end; 0 or 1 keeps them on transaction version 1.
+    "transaction.version": "2",
     "log.retention.check.interval.ms": "300000",
     "log.flush.scheduler.interval.ms": "9223372036854775807",
     "cluster.id": "",
@@ -124,6 +128,8 @@ class BrokerConfig(ServerConfig):
             raise ConfigError(f"num.partitions={p['num.partitions']!r}: must be at least 1")
         if self.max_partitions_per_request < 1:
             raise ConfigError(f"max.partitions.per.request={p['max.partitions.per.request']!r}: must be at least 1")
+        if int_setting(p, "transaction.version") not in (0, 1, 2):
+            raise ConfigError(f"transaction.version={p['transaction.version']!r}: must be 0, 1 or 2")
         self.log_config = _topic_defaults(p)
         try:
             self.cleaner_config = CleanerConfig.from_broker_properties(p)

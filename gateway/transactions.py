@@ -120,6 +120,7 @@ class TransactionService:
             num_partitions=int(props["transaction.state.log.num.partitions"]),
             max_timeout_ms=int(props["transaction.max.timeout.ms"]),
             id_expiration_ms=int(props["transactional.id.expiration.ms"]),
+            transaction_version=int(props["transaction.version"]),
         )
         self._abort_interval_s = int(props["transaction.abort.timed.out.transaction.cleanup.interval.ms"]) / 1000
         self._expire_interval_s = int(props["transaction.remove.expired.transaction.cleanup.interval.ms"]) / 1000

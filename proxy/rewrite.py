@@ -2,8 +2,9 @@
 
 Every response of the advertised API set that carries a broker's host and port: Metadata ``brokers`` (all
 versions), FindCoordinator (v0-3: the single node at the top; v4+: each of ``coordinators``),
-DescribeCluster ``brokers``, and the ``node_endpoints`` tagged field of Produce v10+ and Fetch v16+
-(KIP-951). (ShareFetch/ShareAcknowledge and DescribeQuorum also carry them: they are not advertised.)
+DescribeCluster ``brokers``, the ``node_endpoints`` tagged field of Produce v10+ and Fetch v16+ (KIP-951), and
+the ``node_endpoints`` of ShareFetch and ShareAcknowledge (KIP-932). (DescribeQuorum also carries them: it is
+not advertised.)
 A node the port-per-broker scheme has no port for is left out of lists (FindCoordinator answers
 COORDINATOR_NOT_AVAILABLE for it, a retriable error), with an error line naming proxy.node.id.range.
 """
@@ -19,12 +20,13 @@ from logway.wire.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
-PRODUCE, FETCH, METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER = 0, 1, 3, 10, 60
+PRODUCE, FETCH, METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER, SHARE_FETCH, SHARE_ACKNOWLEDGE = 0, 1, 3, 10, 60, 78, 79
 # The first version whose response may carry node_endpoints (a top-level tagged field).
 NODE_ENDPOINTS_FROM = {PRODUCE: 10, FETCH: 16}
 # API key -> the top-level fields holding lists of (node_id, host, port) entities.
 _LISTS = {METADATA: ("brokers",), DESCRIBE_CLUSTER: ("brokers",), FIND_COORDINATOR: ("coordinators",),
-          PRODUCE: ("node_endpoints",), FETCH: ("node_endpoints",)}
+          PRODUCE: ("node_endpoints",), FETCH: ("node_endpoints",), SHARE_FETCH: ("node_endpoints",),
+          SHARE_ACKNOWLEDGE: ("node_endpoints",)}
 REWRITTEN_APIS = frozenset(_LISTS)
 
 Endpoint = tuple[int, str, int]

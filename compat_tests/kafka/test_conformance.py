@@ -16,6 +16,7 @@ import pytest
 from compat_tests.kafka import (
     cases_groups,  # noqa: F401  (registers the KIP-848 cases)
     cases_shares,  # noqa: F401  (registers the KIP-932 cases)
+    cases_txn_v2,  # noqa: F401  (registers the KIP-890 part 2 cases)
 )
 from compat_tests.kafka.cases import API_NAMES, CASES, CLIENT_SOFTWARE, LOGWAY_VERSIONS, Case
 from compat_tests.kafka.normalise import differences, normalise

@@ -1,4 +1,4 @@
-"""Produce (key 0), v3-v11.
+"""Produce (key 0), v3-v12.
 
 v3: transactional_id, record batch v2 only (Kafka 4 removed v0-v2 and message format v0/v1), exactly one batch
 per partition (ProduceRequest.validateRecords); every record of it is read before it is appended (LogValidator).
@@ -12,7 +12,10 @@ The request is decoded by wire.produce without copying the records (the log patc
 received buffer and writes it out), and the response is encoded by hand there too.
 Transactional batches need the request's transactional_id with TRANSACTIONAL_ID WRITE (else
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as KafkaApis.handleProduceRequest) and, as Kafka 3.6+ verifies them
-(KIP-890 part 1), a partition already added to the producer's ongoing transaction (else INVALID_TXN_STATE).
+(KIP-890 part 1), a partition already added to the producer's ongoing transaction (else INVALID_TXN_STATE, from
+v11 TRANSACTION_ABORTABLE);
+v12 (transaction version 2, KIP-890 part 2) adds the partition to the transaction itself (starting one), as
+Kafka's AddPartitionsToTxnManager asks the coordinator. v13 (topic ids) is not advertised.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ log = logging.getLogger(__name__)
 
 API_KEY = 0
 MIN_VERSION = 3
-MAX_VERSION = 11
+MAX_VERSION = 12
 RAW = True
 _MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0: the smallest batch length Kafka's iterator accepts
 _LENGTH = struct.Struct(">i")
@@ -78,18 +81,38 @@ def _count_failure(stats: BrokerStats, exc: KafkaError) -> None:
         stats.storage_errors["append"] += 1
 
 
-def _check_transactional(ctx, transactional_id: str | None, topic: str, index: int, records: memoryview) -> None:
-    """A transactional batch: its transactional id authorized and the partition in its ongoing transaction."""
+# Kafka's ReplicaManager: what a failed transaction check answers a producer (retriable ones as
+# NOT_ENOUGH_REPLICAS, which older clients retry without a metadata refresh; CONCURRENT_TRANSACTIONS stays for
+# transaction version 2, where it is common while the previous transaction completes).
+_VERIFY_ERRORS = {ErrorCode.coordinator_load_in_progress: ErrorCode.not_enough_replicas,
+                  ErrorCode.coordinator_not_available: ErrorCode.not_enough_replicas,
+                  ErrorCode.not_coordinator: ErrorCode.not_enough_replicas,
+                  ErrorCode.producer_fenced: ErrorCode.invalid_producer_epoch}
+
+
+def _check_transactional(ctx, transactional_id: str | None, topic: str, index: int, records: memoryview,
+                         version: int) -> bool:
+    """A transactional batch: its transactional id authorized and the partition in its ongoing transaction, or,
+    from v12 (transaction version 2), added to it now. True when that wrote to __transaction_state."""
     if not records[ATTRIBUTES_POS + 1] & TRANSACTIONAL_MASK:  # one byte read on the hot path
-        return
+        return False
     header = parse_header(records)
     if transactional_id is None or not ctx.authorized(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
         raise KafkaError("Transactional records need an authorized transactional id",
                          ErrorCode.transactional_id_authorization_failed)
-    error = ctx.broker.transactions.coordinator.verify_partition(
-        transactional_id, header.producer_id, header.producer_epoch, (topic, index))
+    coordinator = ctx.broker.transactions.coordinator
+    if version >= 12:
+        error = coordinator.add_partitions(transactional_id, header.producer_id, header.producer_epoch,
+                                           [(topic, index)], now_ms(), client_version=2)
+        error = _VERIFY_ERRORS.get(error, error)
+    else:
+        error = coordinator.verify_partition(
+            transactional_id, header.producer_id, header.producer_epoch, (topic, index))
+        if error == ErrorCode.invalid_txn_state and version >= 11:
+            error = ErrorCode.transaction_abortable  # KIP-890: clients from v11 abort and go on
     if error != ErrorCode.none:
         raise KafkaError(f"Partition {topic}-{index} is not in an ongoing transaction of {transactional_id}", error)
+    return version >= 12
 
 
 async def handle(ctx, _request):
@@ -118,7 +141,8 @@ async def handle(ctx, _request):
                 continue
             try:
                 _check_one_v2_batch(part.records, version)
-                _check_transactional(ctx, request.transactional_id, name, part.index, part.records)
+                if _check_transactional(ctx, request.transactional_id, name, part.index, part.records, version):
+                    await ctx.broker.transactions.flush_pending()
                 plog = broker.partition(name, part.index)
                 plog.counters.produce_requests += 1
                 result = plog.append(part.records, now_ms=now)

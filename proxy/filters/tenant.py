@@ -34,8 +34,14 @@ acts before anything comes back. CLUSTER, USER and DELEGATION_TOKEN ACLs get CLU
 Denied with CLUSTER_AUTHORIZATION_FAILED (what Kafka answers a principal without CLUSTER rights), every
 version: BROKER / BROKER_LOGGER / CLIENT_METRICS config resources (broker configs carry upstream
 addresses), WriteTxnMarkers, log dirs, delegation tokens, leader election and reassignments, quotas, SCRAM
-credentials, KRaft/controller and broker-registration APIs, features, telemetry, share groups, streams
-groups, ListConfigResources, and any API key this module does not list. Passed untouched (not decoded):
+credentials, KRaft/controller and broker-registration APIs, features, telemetry, streams groups,
+ListConfigResources, and any API key this module does not list.
+
+Share groups (KIP-932: ShareGroupHeartbeat/Describe, ShareFetch, ShareAcknowledge, Describe/Alter/
+DeleteShareGroupOffsets) are confined like consumer groups: group ids and the topics subscribed or named get the
+prefix; ShareFetch and ShareAcknowledge name topics by id, which must be ids of the tenant's own topics (the
+share consumer learns them from Metadata, which teaches the directory); the share.* configs of a GROUP config
+resource are the tenant's group's. Passed untouched (not decoded):
 ApiVersions, SaslHandshake, SaslAuthenticate, DescribeCluster. The proxy core should not advertise denied keys in ApiVersions (``DENIED_API_KEYS``).
 
 Not rewritten: opaque group protocol bytes (JoinGroup/SyncGroup member metadata and assignments carry the
@@ -76,7 +82,7 @@ PASS_THROUGH_API_KEYS = frozenset({17, 18, 36, 60})
 CONFINED_API_KEYS = frozenset(
     {
         0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 19, 20, 21, 22, 23, 24, 25, 26, 28, 29, 30, 31, 32, 33,
-        37, 42, 44, 47, 61, 65, 66, 68, 69, 75,
+        37, 42, 44, 47, 61, 65, 66, 68, 69, 75, 76, 77, 78, 79, 90, 91, 92,
     }
 )  # fmt: skip
 """The APIs this filter rewrites and confines, at every version kio knows."""

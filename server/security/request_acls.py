@@ -64,9 +64,10 @@ GROUP_DENIED = ErrorCode.group_authorization_failed
 CLUSTER_DENIED = ErrorCode.cluster_authorization_failed
 TXN_DENIED = ErrorCode.transactional_id_authorization_failed
 OPERATIONS_OMITTED = -(2**31)  # Kafka's AUTHORIZED_OPERATIONS_OMITTED
-# The last versions that name topics (later ones name them by id, which an ACL check cannot read) and the last
-# client versions of AddPartitionsToTxn (v4+ is the brokers' verification API).
-VERSION_CAPS = {0: 12, 1: 12, 8: 9, 9: 9, 24: 3}
+# The last versions that name topics (later ones name them by id, which an ACL check cannot read), the last
+# client versions of AddPartitionsToTxn (v4+ is the brokers' verification API), and none of ShareFetch and
+# ShareAcknowledge, which name topics by id only (the broker checks their TOPIC READ once it has the names).
+VERSION_CAPS = {0: 12, 1: 12, 8: 9, 9: 9, 24: 3, 78: -1, 79: -1}
 
 
 class Acl:

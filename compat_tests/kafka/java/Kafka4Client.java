@@ -3,6 +3,13 @@
 //
 //   java Kafka4Client consume <bootstrap> <group> <topic-or-/regex/> [key=value ...]
 //   java Kafka4Client share   <bootstrap> <group> <topic> [ack=accept|release|reject|release-first] [key=value ...]
+//   java Kafka4Client txn     <bootstrap> <transactional.id> <topic> plan=commit,abort,... [offsets-group=<g>]
+//                             [count=<records per transaction>] [key=value ...]
+//
+// txn: a transactional KafkaProducer (transaction version 2 where the broker finalizes it) runs one transaction
+// per plan step, writing "<step>-<i>" records to partition 0 and, with offsets-group, committing the group's
+// offset <step + 1> of <topic>-0 in it (sendOffsetsToTransaction: TxnOffsetCommit); prints "COMMITTED <step>"
+// or "ABORTED <step>" after each, then exits.
 //
 // Lines out: "ASSIGNED t-0,t-1" / "REVOKED ..." (consumer rebalance callbacks), "RECORD <topic> <partition>
 // <offset> <delivery-count or -> <value>", "COMMITTED" after each commitSync / share commitSync, "ERROR <text>".
@@ -54,6 +61,7 @@ public class Kafka4Client {
         input.start();
         try {
             if (args[0].equals("consume")) consume(args);
+            else if (args[0].equals("txn")) transactions(args);
             else share(args);
         } catch (Exception e) {
             say("ERROR " + e);
@@ -61,6 +69,46 @@ public class Kafka4Client {
             System.exit(1);
         }
         say("CLOSED");
+    }
+
+    static void transactions(String[] args) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", args[1]);
+        p.put("transactional.id", args[2]);
+        p.put("key.serializer", org.apache.kafka.common.serialization.StringSerializer.class.getName());
+        p.put("value.serializer", org.apache.kafka.common.serialization.StringSerializer.class.getName());
+        String[] plan = new String[0];
+        String group = null;
+        int count = 3;
+        for (int i = 4; i < args.length; i++) {
+            int eq = args[i].indexOf('=');
+            String key = args[i].substring(0, eq), value = args[i].substring(eq + 1);
+            if (key.equals("plan")) plan = value.split(",");
+            else if (key.equals("offsets-group")) group = value;
+            else if (key.equals("count")) count = Integer.parseInt(value);
+            else p.put(key, value);
+        }
+        try (org.apache.kafka.clients.producer.KafkaProducer<String, String> producer =
+                 new org.apache.kafka.clients.producer.KafkaProducer<>(p)) {
+            producer.initTransactions();
+            for (int step = 0; step < plan.length; step++) {
+                producer.beginTransaction();
+                for (int i = 0; i < count; i++)
+                    producer.send(new org.apache.kafka.clients.producer.ProducerRecord<>(args[3], 0, null, step + "-" + i));
+                producer.flush();  // the records before the offsets: the same requests in the same order every run
+                if (group != null)
+                    producer.sendOffsetsToTransaction(
+                        Map.of(new TopicPartition(args[3], 0), new OffsetAndMetadata(step + 1)),
+                        new ConsumerGroupMetadata(group));
+                if (plan[step].equals("commit")) {
+                    producer.commitTransaction();
+                    say("COMMITTED " + step);
+                } else {
+                    producer.abortTransaction();
+                    say("ABORTED " + step);
+                }
+            }
+        }
     }
 
     static void consume(String[] args) {
