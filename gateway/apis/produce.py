@@ -115,6 +115,18 @@ def _check_transactional(ctx, transactional_id: str | None, topic: str, index: i
     return version >= 12
 
 
+async def _flush(ctx, plog, transaction_written: bool) -> None:
+    """flush.messages reached: Kafka flushes before acknowledging; fsync runs off the event loop. A failed
+    fsync takes the log offline and answers KAFKA_STORAGE_ERROR (KafkaStorageError). Responses held for
+    pipelined requests (gateway.connection) go out first: they need no fsync. A partition added to a
+    transaction here (v12) has its __transaction_state write flushed under the same policy."""
+    await ctx.connection.send_held()
+    if transaction_written:
+        await ctx.broker.transactions.flush_pending()
+    if plog is not None:
+        await trio.to_thread.run_sync(plog.flush)
+
+
 async def handle(ctx, _request):
     version = ctx.header.api_version
     request = decode_produce_request(ctx.frame, ctx.body_pos, version)
@@ -141,17 +153,12 @@ async def handle(ctx, _request):
                 continue
             try:
                 _check_one_v2_batch(part.records, version)
-                if _check_transactional(ctx, request.transactional_id, name, part.index, part.records, version):
-                    await ctx.broker.transactions.flush_pending()
+                added = _check_transactional(ctx, request.transactional_id, name, part.index, part.records, version)
                 plog = broker.partition(name, part.index)
                 plog.counters.produce_requests += 1
                 result = plog.append(part.records, now_ms=now)
-                if result.flush_needed:
-                    # flush.messages reached: Kafka flushes before acknowledging; fsync runs off the event loop.
-                    # A failed fsync takes the log offline and answers KAFKA_STORAGE_ERROR (KafkaStorageError).
-                    # Responses held for pipelined requests (gateway.connection) go out first: they need no fsync.
-                    await ctx.connection.send_held()
-                    await trio.to_thread.run_sync(plog.flush)
+                if result.flush_needed or added:
+                    await _flush(ctx, plog if result.flush_needed else None, added)
             except UnknownTopicOrPartition as exc:
                 partitions_out.append(ProducePartitionResult(part.index, exc.error_code))
                 failures.append((name, part.index, exc))
