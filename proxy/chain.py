@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from logway.proxy.fetch_walk import fetch_record_sets
-from logway.proxy.filters.base import REQUEST, RESPONSE, Answer, ClientInfo, Filter, Frame
+from logway.proxy.filters.base import REQUEST, RESPONSE, Answer, ClientInfo, Filter, Frame, within
 from logway.proxy.frames import (
     PRODUCE_KEY,
     SIZE,
@@ -41,6 +41,7 @@ class Plan:
     steps: tuple[tuple[Filter, bool, bool], ...]  # (filter, handles the request, handles the response), in order
     decodes_request: bool
     undecoded: tuple[tuple[Filter, None], ...]  # the response's filters when no filter decodes the request
+    heads: tuple[Filter, ...] = ()  # the filters that read the response's first bytes
 
 
 class Answered(Exception):  # noqa: N818 - a filter's answer, framed
@@ -67,9 +68,10 @@ class FilterChain:
             steps = tuple((f, f.handles_request(api_key, api_version), f.handles_response(api_key, api_version))
                           for f in self.filters)
             steps = tuple(step for step in steps if step[1] or step[2])
+            heads = tuple(f for f in self.filters if within(f.response_heads, api_key, api_version))
             plan = self._plans[api_key, api_version] = Plan(
                 steps, any(request for _, request, _ in steps),
-                tuple((f, None) for f, _, response in steps if response))
+                tuple((f, None) for f, _, response in steps if response), heads)
         return plan
 
     # --- requests ---------------------------------------------------------------------------------------
@@ -128,6 +130,11 @@ class FilterChain:
         if not seen:
             return True
         return api_key == FETCH_KEY and all(f.may_stream(api_key, api_version) for f, _ in seen)
+
+    def response_head(self, api_key: int, api_version: int, heads: Sequence[Filter], head: bytes) -> None:
+        """A response's first bytes (from its correlation id) to the filters that read them."""
+        for f in heads:
+            f.on_response_head(self.client, api_key, api_version, head)
 
     # --- observers --------------------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from logway.proxy.api_versions import Ranges  # API key -> (lowest, highest) ver
 from logway.proxy.walk import RecordSets
 
 EVERY_VERSION = (0, 0x7FFF)
+RESPONSE_HEAD = 64  # the bytes of a response ``on_response_head`` gets (fewer when the response is shorter)
 REQUEST, RESPONSE = "request", "response"
 
 
@@ -79,7 +80,8 @@ class Answer(Exception):  # noqa: N818 - it is an answer, not an error
         self.response = response
 
 
-def _within(ranges: Ranges, api_key: int, api_version: int) -> bool:
+def within(ranges: Ranges, api_key: int, api_version: int) -> bool:
+    """Whether ``ranges`` declares this API key and version."""
     bounds = ranges.get(api_key)
     return bounds is not None and bounds[0] <= api_version <= bounds[1]
 
@@ -93,16 +95,18 @@ class Filter:
     """The responses this filter may need decoded (``on_response``)."""
     observes = False
     """Whether ``on_frame`` sees every frame forwarded between the client and the upstream."""
+    response_heads: Ranges = {}
+    """The responses whose first bytes ``on_response_head`` reads, whole or streamed, before any reach the client."""
 
     def handles_request(self, api_key: int, api_version: int) -> bool:
         """Whether ``on_request`` sees this request: ``requests`` declares it (asked once per API key and version
         per connection)."""
-        return _within(self.requests, api_key, api_version)
+        return within(self.requests, api_key, api_version)
 
     def handles_response(self, api_key: int, api_version: int) -> bool:
         """Whether ``on_response`` may need this response: ``responses`` declares it (a filter may narrow it by
         version, asked once per API key and version per connection)."""
-        return _within(self.responses, api_key, api_version)
+        return within(self.responses, api_key, api_version)
 
     def on_request(self, client: ClientInfo, api_key: int, api_version: int, request: Any) -> Any:
         """Return the request to forward (the same object, changed, or a new one), or raise ``Answer``."""
@@ -134,6 +138,11 @@ class Filter:
         """Return the response to send to the client. ``request`` is what this filter returned for it (or the
         request as it passed this filter, None when no filter decoded it)."""
         return response
+
+    def on_response_head(self, client: ClientInfo, api_key: int, api_version: int, head: bytes) -> None:
+        """The first bytes (at most RESPONSE_HEAD, from the correlation id on) of a response declared in
+        ``response_heads``, never decoded: read what sits at fixed places (a Fetch response's session id).
+        MalformedRequest closes the client connection."""
 
     def on_frame(self, client: ClientInfo, frame: Frame) -> None:
         """Watch one frame forwarded (an observer only; answers a filter gives are not frames)."""

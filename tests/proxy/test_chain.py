@@ -16,6 +16,8 @@ from logway.proxy.filters.acl import AclFilter
 from logway.proxy.filters.address_rewrite import AddressRewrite
 from logway.proxy.filters.base import Answer, ClientInfo, Filter
 from logway.proxy.filters.client_metrics import ClientMetrics
+from logway.proxy.filters.ownership import OwnershipFilter
+from logway.proxy.filters.realm_users import RealmUsersFilter
 from logway.proxy.filters.tenant import TenantFilter
 from logway.proxy.frames import decode_response, encode_request, encode_response_frame, read_request_header
 from logway.proxy.server import Proxy
@@ -125,5 +127,6 @@ def test_the_proxys_chain_is_tenant_acls_own_addresses_metrics(tmp_path) -> None
     own = Filter()
     proxy = Proxy(config, {"TENANT": [lambda client: own]})
     chain = [factory(CLIENT) for factory in proxy.filter_chain("TENANT")]
-    assert [type(f) for f in chain] == [TenantFilter, AclFilter, Filter, AddressRewrite, ClientMetrics]
-    assert chain[2] is own
+    assert [type(f) for f in chain] == [TenantFilter, AclFilter, OwnershipFilter, RealmUsersFilter, Filter,
+                                        AddressRewrite, ClientMetrics]
+    assert chain[4] is own
