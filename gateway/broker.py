@@ -24,6 +24,7 @@ from logway.gateway.groups import GroupService
 from logway.gateway.meta_properties import load_cluster_id
 from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.transactions import TransactionService
+from logway.server.security.ownership import Owners
 from logway.server.security.realm import Realm
 from logway.storage.cleaner import CleanerConfig
 from logway.storage.config import LogConfig
@@ -62,6 +63,8 @@ class Broker:
         self.cluster_id = ""
         self._waiters = FetchWaiters()
         self._creation_lock = trio.Lock()
+        # Under ACLs, which principal each producer id was handed to (Produce refuses another's).
+        self.producer_owners = Owners(200_000)
         self.stats = BrokerStats()  # counters for the metrics endpoint
         # KIP-227 incremental fetch sessions (gateway/fetch_sessions.py).
         self.fetch_sessions = FetchSessionCache(int(config.properties["max.incremental.fetch.session.cache.slots"]))

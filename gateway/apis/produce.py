@@ -36,6 +36,7 @@ from logway.wire.batch import (
     LOG_OVERHEAD,
     MAGIC_POS,
     MAGIC_V2,
+    PRODUCER_ID_POS,
     TRANSACTIONAL_MASK,
     parse_header,
 )
@@ -61,6 +62,7 @@ RAW = True
 _MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0: the smallest batch length Kafka's iterator accepts
 _LENGTH = struct.Struct(">i")
 _MAGIC = struct.Struct(">b")
+_I64 = struct.Struct(">q")
 
 
 def _check_one_v2_batch(records: memoryview | None, version: int) -> None:
@@ -107,6 +109,18 @@ def _check_transactional(ctx: RequestContext, transactional_id: str | None, id_d
         raise KafkaError(f"Partition {topic}-{index} is not in an ongoing transaction of {transactional_id}", error)
 
 
+def _check_producer_owner(ctx: RequestContext, records: memoryview | None) -> None:
+    """Under ACLs, where principals are many: a batch's producer id must be one this principal was handed (or one
+    nobody holds here: trust on first use, server/security/ownership.py), so no principal writes into another's
+    sequence. Without an authorizer every client is alike, as in Kafka: not checked."""
+    if records is None or len(records) < PRODUCER_ID_POS + 8:
+        return
+    (producer_id,) = _I64.unpack_from(records, PRODUCER_ID_POS)
+    if producer_id >= 0 and not ctx.broker.producer_owners.claim(producer_id, ctx.owner):
+        raise KafkaError(f"producer id {producer_id} was not issued to {ctx.principal}",
+                         ErrorCode.invalid_producer_id_mapping)
+
+
 def _denials(ctx: RequestContext, request: ProduceRequest) -> ProduceDenials | None:
     """KafkaApis.handleProduceRequest's ACL checks (request_acls, by name); None without an authorizer."""
     if ctx.connection.realm.authorizer is None:
@@ -126,6 +140,8 @@ async def _append_topic(ctx: RequestContext, request: ProduceRequest, id_denied:
         try:
             _check_one_v2_batch(part.records, version)
             _check_transactional(ctx, request.transactional_id, id_denied, topic, part.index, part.records)
+            if ctx.connection.realm.authorizer is not None:
+                _check_producer_owner(ctx, part.records)
             plog = broker.partition(topic, part.index)
             plog.counters.produce_requests += 1
             result = plog.append(part.records, now_ms=now, acks_all=request.acks == -1)
