@@ -193,14 +193,14 @@ class RecordEncryption(Filter):
         if not p.records:
             return p
         if name is None:  # an id not learned yet: the client refreshes its metadata and fetches again
-            return dataclasses.replace(p, error_code=ErrorCode.unknown_topic_id, records=None)
+            return dataclasses.replace(p, error_code=ErrorCode.unknown_topic_id, records=b"")
         data, error = decrypt_record_set(bytes(p.records), self.shared.deks)
         if error is None:
             return dataclasses.replace(p, records=data)
         self.shared.report(name, p.partition_index, error)
         if data:  # the records before the one that does not decrypt: the next fetch starts at it
             return dataclasses.replace(p, records=data)
-        return dataclasses.replace(p, error_code=ErrorCode.corrupt_message, records=None)
+        return dataclasses.replace(p, error_code=ErrorCode.corrupt_message, records=b"")
 
 
 def _fields(settings: FilterSettings) -> Fields:
