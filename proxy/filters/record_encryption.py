@@ -172,9 +172,7 @@ class RecordEncryption(Filter):
 
     def on_response(self, client: ClientInfo, api_key: int, api_version: int, request: Any, response: Any) -> Any:
         if api_key == METADATA:
-            for t in response.topics:
-                if getattr(t, "topic_id", None) is not None and t.name:
-                    self.shared.topic_ids.learn(t.topic_id, t.name)
+            self.shared.topic_ids.learn_metadata(response)
             return response
         if api_key == PRODUCE:
             refusals = self._refusals.pop(id(request), None)
