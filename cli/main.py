@@ -13,7 +13,7 @@ from pathlib import Path
 
 import trio
 
-from logway.cli import health
+from logway.cli import health, kms
 from logway.cli.proxy import add_parser as add_proxy_parser
 from logway.cli.tools.commands import TOOL_COMMANDS
 from logway.cli.tools.commands import add_parsers as add_tool_parsers
@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     users.add_argument("--log-level", default="WARNING", type=str.upper, choices=LOG_LEVELS)
     add_tool_parsers(sub)
     health.add_parser(sub)
+    kms.add_parser(sub)
     add_proxy_parser(sub)
     return parser
 
@@ -184,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_tool(args)
     if args.command == "health":
         return health.health_command(args)
+    if args.command == "kms":
+        return kms.kms_command(args)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "users":
         try:

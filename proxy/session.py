@@ -204,7 +204,7 @@ class ProxySession(RequestHandler):
         out = None
         if plan.decodes_request:
             try:
-                out, pending.seen = self.chain.request(header, frame, pos, pending.upstream_correlation_id, plan)
+                out, pending.seen = await self.chain.request(header, frame, pos, pending.upstream_correlation_id, plan)
             except Answered as answered:
                 if expects_response:  # (an acks=0 Produce gets no answer, as from Kafka)
                     pending.answer = _framed(answered.frame)

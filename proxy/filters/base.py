@@ -13,14 +13,18 @@ A filter that must answer without the upstream (a tenant naming another tenant's
 ``Answer`` with a complete kio response object; the filters before it in the chain that declared that response
 see the answer in their ``on_response``.
 
-Bytes-level hooks, for what must not cost a decode: ``must_decode`` (a cheap look at a response's bytes before
-decoding it), ``may_stream`` / ``streamed_tail`` (a Fetch response streamed past the filter: it sees only the
+Bytes-level hooks, for what must not cost a decode: ``wants_request`` (a cheap look at a declared request's
+bytes before decoding it: a filter of some topics lets the others' requests pass as bytes), ``must_decode`` (a
+cheap look at a response's bytes before decoding it), ``may_stream`` / ``streamed_tail`` (a Fetch response streamed past the filter: it sees only the
 top-level tagged fields at its end, and must give back as many bytes), and ``observes`` / ``on_frame`` (every
 frame's API, size and, for Produce requests and Fetch responses, each topic's record bytes, counted as the
 frame is read or streamed: never decoded, never held back).
 
 Filters are made per client connection by a factory, so they may keep state for that connection (a factory
-may also hand every connection one shared object, as the metrics do); they never do I/O.
+may also hand every connection one shared object, as the metrics do). They do no I/O in their hooks, but for
+one: a filter that must look something up before it can decide (a schema registry, a remote KMS) sets
+``prepares`` and does it in ``prepare``, awaited before its ``on_request`` (the client's later requests wait
+behind it, as they wait behind the upstream: answers stay in order).
 """
 
 from __future__ import annotations
@@ -97,6 +101,10 @@ class Filter:
     """Whether ``on_frame`` sees every frame forwarded between the client and the upstream."""
     response_heads: Ranges = {}
     """The responses whose first bytes ``on_response_head`` reads, whole or streamed, before any reach the client."""
+    inspects = False
+    """Whether ``wants_request`` is asked, per declared request, before it is decoded."""
+    prepares = False
+    """Whether ``prepare`` is awaited before ``on_request``."""
 
     def handles_request(self, api_key: int, api_version: int) -> bool:
         """Whether ``on_request`` sees this request: ``requests`` declares it (asked once per API key and version
@@ -107,6 +115,17 @@ class Filter:
         """Whether ``on_response`` may need this response: ``responses`` declares it (a filter may narrow it by
         version, asked once per API key and version per connection)."""
         return within(self.responses, api_key, api_version)
+
+    def wants_request(self, api_key: int, api_version: int, frame: memoryview, body: int) -> bool:
+        """When ``inspects``: a declared request's bytes before any decode (``frame`` without its size prefix, its
+        body from ``body``; the client's bytes, hostile). False when they hold nothing for this filter: neither
+        its ``on_request`` nor its ``on_response`` sees this request (if no other filter wants it, it passes as
+        bytes)."""
+        return True
+
+    async def prepare(self, client: ClientInfo, api_key: int, api_version: int, request: Any) -> None:
+        """When ``prepares``: awaited before ``on_request`` with the same request, for the lookups ``on_request``
+        needs (bounded in time by the filter; ``on_request`` then decides without waiting)."""
 
     def on_request(self, client: ClientInfo, api_key: int, api_version: int, request: Any) -> Any:
         """Return the request to forward (the same object, changed, or a new one), or raise ``Answer``."""

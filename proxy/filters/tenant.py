@@ -119,6 +119,12 @@ class TopicIdDirectory:
     def name_of(self, topic_id: uuid.UUID) -> str | None:
         return self._names.get(topic_id)
 
+    def learn_metadata(self, response: Any) -> None:
+        """Every topic id and name of a Metadata response (v10+ carries both)."""
+        for t in response.topics:
+            if getattr(t, "topic_id", None) is not None and t.name:
+                self.learn(t.topic_id, t.name)
+
 
 class _Refused(Exception):
     def __init__(self, code: ErrorCode, message: str) -> None:
