@@ -6,7 +6,15 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test soak fuzz bench bench-proxy proxy-matrix pipeline docker-pipeline lint clean
 
+# The headers wire/_decompress_scan.c is built with (compressed batches decompressed and checked in C) and the
+# snappy library it loads at run time. Optional: without root or apt-get the extension is skipped (or, without
+# libsnappy1v5, snappy alone) and Python decompresses (slower, same answers).
+NATIVE_DEV_PACKAGES := liblz4-dev libzstd-dev zlib1g-dev libsnappy1v5
+
 $(STAMP): pyproject.toml
+	dpkg -s $(NATIVE_DEV_PACKAGES) >/dev/null 2>&1 \
+		|| { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(NATIVE_DEV_PACKAGES) >/dev/null; } \
+		|| echo "no $(NATIVE_DEV_PACKAGES): compressed batches will be checked in Python"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
@@ -20,10 +28,15 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
 
-# The SIGKILL fault test at length: KILLS kills (100 by default; `make test` runs 10), LOGWAY_KILL_SEED replays one.
+# The fault tests at length: KILLS SIGKILLs under load (100 by default; `make test` runs 10), LOGWAY_KILL_SEED
+# replays one; then the power-loss tests: a power loss before every file operation of the storage workload
+# (`make test` draws 16) and POWER_LOSSES power losses of a broker under load (`make test` runs 2),
+# LOGWAY_POWER_LOSS_SEED replays them.
 KILLS ?= 100
+POWER_LOSSES ?= 30
 soak: $(STAMP)
 	LOGWAY_KILLS=$(KILLS) $(BIN)/pytest -q -s tests/gateway/test_kill_under_load.py
+	LOGWAY_POWER_LOSSES=all LOGWAY_POWER_LOSS_CYCLES=$(POWER_LOSSES) $(BIN)/pytest -q -s tests/power_loss
 
 # The request fuzz test at length: FUZZ_FRAMES random and mutated frames (every API key and version served)
 # against a gateway process, stopping after FUZZ_SECONDS whatever the count. FUZZ_SEED replays a run.
@@ -50,6 +63,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.tls $(BENCH_TLS_ARGS)
 	$(BIN)/python -m bench.proxy $(BENCH_PROXY_ARGS)
 	$(BIN)/python -m bench.cold_read $(BENCH_COLD_READ_ARGS)
+	$(BIN)/python -m bench.durability $(BENCH_DURABILITY_ARGS)
 
 # The proxy: throughput and latency through `logway proxy` vs direct and vs `tansu proxy` (also the last
 # step of `make bench`; BENCH_PROXY_ARGS=--latest rewrites bench/LATEST.md's Proxy section); the client matrix.

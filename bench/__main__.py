@@ -32,6 +32,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
     p.add_argument("--peers", default="tansu,kafka",
                    help="comma-separated brokers measured beside Logway: tansu, kafka (Apache Kafka 4)")
+    p.add_argument("--produce-case", action="append", default=[], metavar="TEXT",
+                   help="run only the produce cases whose name holds TEXT (repeatable), e.g. lz4 or 'none, acks=all'")
     p.add_argument("--produce-mb", type=int, help="payload MiB per produce run")
     p.add_argument("--consume-mb", type=int, help="backlog MiB read from earliest")
     p.add_argument("--log-gb", type=float,
@@ -48,6 +50,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         raise SystemExit(f"unknown sections: {', '.join(sorted(unknown))}")
     s = Settings.for_run(args.quick, runs=args.runs, produce_mb=args.produce_mb, consume_mb=args.consume_mb)
     s.full_grid, s.sections, s.profile = args.full_grid, sections, args.profile
+    s.produce_cases = tuple(args.produce_case)
     s.peers = tuple(p.strip() for p in args.peers.split(",") if p.strip())
     if set(s.peers) - {"tansu", "kafka"}:
         raise SystemExit(f"unknown peers: {args.peers}")

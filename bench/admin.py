@@ -8,10 +8,12 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
-def create_topic(bootstrap: str, name: str, partitions: int, timeout: float = 120.0) -> None:
-    """CreateTopics, then wait until metadata lists every partition with a leader."""
+def create_topic(bootstrap: str, name: str, partitions: int, timeout: float = 120.0,
+                 config: dict[str, str] | None = None) -> None:
+    """CreateTopics (with topic ``config``), then wait until metadata lists every partition with a leader."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=timeout)[name].result(timeout)
+    new = NewTopic(name, partitions, 1, config=config or {})
+    admin.create_topics([new], operation_timeout=timeout)[name].result(timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         topic = admin.list_topics(name, timeout=10).topics.get(name)

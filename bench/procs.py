@@ -187,10 +187,14 @@ class Logway(Broker):
     def settle(self) -> None:
         fsync_tree(self.workdir / "data")
 
+    def listeners(self) -> str:
+        """Its listeners (and advertised listeners): PLAINTEXT on its port."""
+        return f"PLAINTEXT://127.0.0.1:{self.port}"
+
     def command(self) -> list[str]:
-        listener = f"PLAINTEXT://127.0.0.1:{self.port}"
-        cmd = [sys.executable, "-m", "logway.cli", "serve", "--listeners", listener,
-               "--advertised-listeners", listener, "--log-dirs", str(self.workdir / "data"),
+        listeners = self.listeners()
+        cmd = [sys.executable, "-m", "logway.cli", "serve", "--listeners", listeners,
+               "--advertised-listeners", listeners, "--log-dirs", str(self.workdir / "data"),
                "--log-level", "WARNING"]
         for key, value in self.overrides.items():
             cmd += ["--override", f"{key}={value}"]

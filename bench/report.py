@@ -122,6 +122,13 @@ def targets(outcomes: list[CaseOutcome]) -> list[dict]:
     e2e = find(outcomes, "e2e")
     r = e2e.ratio("p99_ms") if e2e else None
     add("e2e p99 latency <= 0.5x Tansu", r, r is not None and r <= 0.5, f"Logway/Tansu p99 = {fmt(r)}")
+    lz4 = find(outcomes, "produce", "produce 1024 B, 8 partitions, lz4, acks=all")
+    r = lz4.ratio(CPU.key) if lz4 else None
+    add("produce lz4, records validated: broker CPU per GB <= Tansu (1 KiB, 8 partitions, acks=all)", r,
+        r is not None and r <= 1.0, f"Logway/Tansu CPU s/GB = {fmt(r)}")
+    r = lz4.ratio("mb_s", "kafka") if lz4 else None
+    add("produce lz4, records validated: throughput >= 1.5x Kafka (1 KiB, 8 partitions, acks=all)", r,
+        r is not None and r >= 1.5, f"Logway/Kafka MB/s = {fmt(r)}")
     for label, case in (("produce", ref), ("consume", con)):
         r = case.ratio(CPU.key) if case else None
         add(f"broker CPU per GB <= Tansu ({label})", r, r is not None and r <= 1.0,

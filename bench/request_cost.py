@@ -128,16 +128,17 @@ def empty_fetches(broker: Broker, topic: str, ends: list[int], requests: int, ma
             "partitions_answered": answered / requests}
 
 
-def session_fetches(broker: Broker, topic: str, ends: list[int], requests: int) -> dict[str, float]:
+def session_fetches(broker: Broker, topic: str, ends: list[int], requests: int, max_wait_ms: int = 0) -> dict[str, float]:
     """A fetch session over every partition (KIP-227, as the Java consumer keeps one), then ``requests`` incremental
-    fetches with nothing new: broker CPU per incremental request. Empty if the broker keeps no sessions."""
+    fetches with nothing new, each waiting up to ``max_wait_ms``: broker CPU per incremental request. Empty if the
+    broker keeps no sessions."""
     with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as sock:
-        def once(cid: int, offsets: list[int], session_id: int, epoch: int) -> bytes:
-            sock.sendall(fetch_request(cid, topic, offsets, 0, session_id, epoch))
+        def once(cid: int, offsets: list[int], session_id: int, epoch: int, wait_ms: int = max_wait_ms) -> bytes:
+            sock.sendall(fetch_request(cid, topic, offsets, wait_ms, session_id, epoch))
             (size,) = struct.unpack(">i", recv_exact(sock, 4))
             return recv_exact(sock, size)
 
-        (session_id,) = struct.unpack_from(">i", once(0, ends, 0, 0), 10)  # correlation, throttle, error, session
+        (session_id,) = struct.unpack_from(">i", once(0, ends, 0, 0, 0), 10)  # correlation, throttle, error, session
         if not session_id:
             return {}
         for epoch in range(1, 6):  # warm up
@@ -150,7 +151,7 @@ def session_fetches(broker: Broker, topic: str, ends: list[int], requests: int) 
             frame = once(epoch, [], session_id, epoch)
             if fetch_response_summary(frame)[1:] != (0, 0):
                 raise RuntimeError(f"{broker.name} answered an incremental fetch with partitions (expected none)")
-        return {"session_cpu_ms_per_request": 1000 * (broker.cpu_seconds() - cpu0) / requests}
+        return {"cpu_ms_per_request": 1000 * (broker.cpu_seconds() - cpu0) / requests}
 
 
 def system_seconds(pid: int) -> float:
@@ -298,13 +299,15 @@ def empty_fetch_case(bench: Bench, args: argparse.Namespace) -> dict[str, list[d
             # waits max_wait for an append, so it also pays for registering its 1,000 partitions' wake-ups.
             poll = empty_fetches(broker, "wide", ends[broker.name], args.poll_requests, max_wait_ms=100)
             session = session_fetches(broker, "wide", ends[broker.name], args.fetch_requests)
+            session_poll = session_fetches(broker, "wide", ends[broker.name], args.poll_requests, max_wait_ms=100)
             # What the broker spends with no request at all (timers, retention and flush loops), which the
             # 100 ms of each long poll include.
             cpu0 = broker.cpu_seconds()
             time.sleep(2.0)
             idle = (broker.cpu_seconds() - cpu0) / 2.0
-            return {**result, "poll_cpu_ms_per_request": poll["cpu_ms_per_request"], **session,
-                    "idle_cpu_ms_per_100ms": 100 * idle}
+            return {**result, "poll_cpu_ms_per_request": poll["cpu_ms_per_request"],
+                    **{f"session_{k}": v for k, v in session.items()},
+                    **{f"session_poll_{k}": v for k, v in session_poll.items()}, "idle_cpu_ms_per_100ms": 100 * idle}
 
         return alternate(started, args.runs, run_once)
 
@@ -553,6 +556,8 @@ def markdown(results: dict, info: dict, command: str) -> str:
                   ("poll_cpu_ms_per_request", "the same with max_wait 100 ms (a long poll): broker CPU ms/request"),
                   ("session_cpu_ms_per_request", "an incremental fetch session over the 1,000 partitions (KIP-227, "
                    "as the Java consumer fetches) with nothing new, max_wait 0: broker CPU ms/request"),
+                  ("session_poll_cpu_ms_per_request", "the same session with max_wait 100 ms (a long poll): broker CPU "
+                   "ms/request"),
                   ("idle_cpu_ms_per_100ms", "broker CPU ms per 100 ms idle (part of each long poll)")))):
             if key not in results:
                 continue

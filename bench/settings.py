@@ -29,6 +29,7 @@ class Settings:
     kafka_python_mb: int = 128
     tansu_max_log_mb: int = 4096   # Tansu's memory engine holds the whole log in RAM; skip it above this
     profile: bool = False
+    produce_cases: tuple[str, ...] = ()   # when given, only the produce cases whose name holds one of these
 
     @classmethod
     def for_run(cls, quick: bool, **overrides) -> Settings:

@@ -39,7 +39,7 @@ class ProducerIdManager:
     def _reserve_block(self) -> None:
         start = self._read_next_block_start()
         end = start + self._block_size
-        write_atomically(self._path, f"{end}\n", sync_dir=True)
+        write_atomically(self._path, f"{end}\n")
         self._next, self._block_end = start, end
 
     def next_producer_id(self) -> int:

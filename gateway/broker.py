@@ -7,11 +7,9 @@ in worker threads so the event loop never blocks on disk.
 
 from __future__ import annotations
 
-import base64
 import logging
 import time
-import uuid
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 import trio
@@ -20,13 +18,15 @@ from logway.coordinator.producer_ids import ProducerIdManager
 from logway.gateway.config import BrokerConfig
 from logway.gateway.dynamic_broker_config import DynamicBrokerConfigs
 from logway.gateway.fetch_sessions import FetchSessionCache
-from logway.gateway.fetch_waiters import FetchWaiters
+from logway.gateway.fetch_waiters import FetchWaiters, Watched
+from logway.gateway.group_commit import GroupCommit
 from logway.gateway.group_configs import GroupConfigs
 from logway.gateway.groups import GroupService
+from logway.gateway.meta_properties import load_cluster_id
 from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.shares import ShareService
 from logway.gateway.transactions import TransactionService
-from logway.server.config import parse_properties
+from logway.server.security.ownership import Owners
 from logway.server.security.realm import Realm
 from logway.storage.cleaner import CleanerConfig
 from logway.storage.config import LogConfig
@@ -37,7 +37,6 @@ from logway.storage.topic import Topic
 
 log = logging.getLogger(__name__)
 
-META_PROPERTIES = "meta.properties"
 # CreateTopics/CreatePartitions make this many partitions per worker-thread call (about 0.1-2 s of file work).
 PARTITIONS_PER_CHUNK = 100
 
@@ -49,11 +48,6 @@ def _delete_logs(logs: list[PartitionLog]) -> None:
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def new_cluster_id() -> str:
-    """Kafka's cluster id format: a random UUID as 22 characters of URL-safe base64 (Uuid.toString())."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
 class Broker:
@@ -71,14 +65,19 @@ class Broker:
         self.cluster_id = ""
         self._waiters = FetchWaiters()
         self._creation_lock = trio.Lock()
+        # Under ACLs, which principal each producer id was handed to (Produce refuses another's).
+        self.producer_owners = Owners(200_000)
         self.stats = BrokerStats()  # counters for the metrics endpoint
         # KIP-227 incremental fetch sessions (gateway/fetch_sessions.py).
         self.fetch_sessions = FetchSessionCache(int(config.properties["max.incremental.fetch.session.cache.slots"]))
+        # Appends that must be fsynced before they are acknowledged share fsyncs (gateway/group_commit.py).
+        self.group_commit = GroupCommit(self._flushed)
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     def open(self) -> None:
-        self.cluster_id = self._load_cluster_id()
+        self.cluster_id = load_cluster_id([Path(d) for d in self.config.log_dirs], self.node_id,
+                                          self.config.properties.get("cluster.id") or "")
         self._load_acls()
         self.dynamic.load()
         self.logs.reconfigure(*self._log_defaults())  # before the logs load, so they open with the defaults
@@ -101,27 +100,6 @@ class Broker:
     def close(self) -> None:
         self.logs.close()
 
-    def _load_cluster_id(self) -> str:
-        """Read meta.properties from the log dirs (Kafka's format), writing it where it is missing."""
-        found = self.config.properties.get("cluster.id") or ""
-        dirs = [Path(d) for d in self.config.log_dirs]
-        for d in dirs:
-            meta = d / META_PROPERTIES
-            if meta.exists():
-                props = parse_properties(meta.read_text(encoding="utf-8"))
-                if found and props.get("cluster.id") and props["cluster.id"] != found:
-                    raise KafkaStorageError(f"{meta} has cluster.id {props['cluster.id']}, expected {found}")
-                found = found or props.get("cluster.id", "")
-        cluster_id = found or new_cluster_id()
-        for d in dirs:
-            d.mkdir(parents=True, exist_ok=True)
-            meta = d / META_PROPERTIES
-            if not meta.exists():
-                tmp = meta.with_suffix(".tmp")
-                tmp.write_text(f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n", encoding="utf-8")
-                tmp.replace(meta)
-        return cluster_id
-
     def _load_acls(self) -> None:
         """With authorizer.class.name set, the stored ACLs; without it, no authorization at all, as Kafka."""
         config = self.config
@@ -140,6 +118,7 @@ class Broker:
 
     async def run_background(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
+            await nursery.start(self.group_commit.run)  # first: the coordinators' loading may wait on it
             nursery.start_soon(self._retention_loop)
             nursery.start_soon(self._flush_loop)
             if self.logs.cleaner_config.enable:
@@ -165,13 +144,33 @@ class Broker:
                 log.exception("log maintenance failed")
 
     async def _flush_loop(self) -> None:
+        """Kafka's log flusher: fsync the logs whose flush.ms has passed since their last flush, and write the
+        recovery-point checkpoint after flushes moved recovery points.
+
+        Kafka checks every log.flush.scheduler.interval.ms, by default never (so there flush.ms alone does
+        nothing, KAFKA-19151), and writes the checkpoint every log.flush.offset.checkpoint.interval.ms (60 s);
+        Logway checks every second (or at that interval, when shorter) and writes the checkpoint within a
+        second of a flush, so that recovery after a power loss reads only what was not fsynced.
+        """
+        interval = min(int(self.config.properties["log.flush.scheduler.interval.ms"]), 1000) / 1000
         while True:
-            await trio.sleep(1.0)
+            await trio.sleep(max(interval, 0.01))
             for partition in self.logs.flush_due(now_ms()):
                 try:
                     await trio.to_thread.run_sync(partition.flush)
                 except KafkaStorageError:
                     pass  # the log went offline and logged why; the other logs are still flushed
+                self._flushed(partition)
+            if self.logs.recovery_points_moved:
+                snapshot = self.logs.checkpoint_snapshot(recovery_points_only=True)
+                try:
+                    await trio.to_thread.run_sync(self.logs.write_checkpoints, snapshot)
+                except OSError as exc:
+                    log.error("writing the recovery-point checkpoint failed (retried after the next flush): %s", exc)
+
+    def _flushed(self, plog: PartitionLog) -> None:
+        """A flush of ``plog`` ended: its high watermark may have moved past appends that waited for it."""
+        self.notify_append(plog.topic, plog.partition)
 
     async def _cleaner_loop(self) -> None:
         """Kafka's log cleaner: compact due logs in worker threads, swap the result in on the loop."""
@@ -309,9 +308,9 @@ class Broker:
     def notify_append(self, topic: str, partition: int) -> None:
         self._waiters.notify(topic, partition)
 
-    async def wait_for_append(self, partitions: Mapping[str, Collection[int]], deadline: float) -> bool:
-        """Sleep until one of the partitions (by topic) gets an append or trio's clock reaches ``deadline``; True
-        if woken by an append."""
+    async def wait_for_append(self, partitions: Watched, deadline: float) -> bool:
+        """Sleep until one of the partitions (by topic: see FetchWaiters.wait) gets an append or trio's clock
+        reaches ``deadline``; True if woken by an append."""
         self.stats.fetches_waiting += 1
         try:
             return await self._waiters.wait(partitions, deadline)

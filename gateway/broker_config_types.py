@@ -52,6 +52,7 @@ KAFKA_BROKER_CONFIGS: dict[str, BrokerConfigType] = {
     "log.index.interval.bytes": _T("INT", False, "4096"),
     "log.flush.interval.messages": _T("LONG", False, "9223372036854775807"),
     "log.flush.interval.ms": _T("LONG", False, None),
+    "log.flush.acks.all.enable": _T("BOOLEAN", False, "false"),  # Logway's own (storage.config): dynamic like its peers
     "log.retention.ms": _T("LONG", False, None),
     "log.retention.minutes": _T("INT", True, None),
     "log.retention.hours": _T("INT", True, "168"),

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from logway.gateway.broker_config_types import KAFKA_BROKER_CONFIGS
 from logway.gateway.config import BROKER_DEFAULTS
+from logway.storage import fs
 from logway.storage.checkpoints import write_atomically
 from logway.storage.cleaner import CLEANER_KEYS, CleanerConfig
 from logway.storage.config import BROKER_TO_TOPIC, LogConfig
@@ -123,8 +124,8 @@ class DynamicBrokerConfigs:
 
     def save(self, level: str, props: Mapping[str, str]) -> None:
         """Persist one level (temp file, fsync, rename, fsync of the dir): file work, for a worker thread."""
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        write_atomically(self.path(level), json.dumps(dict(sorted(props.items())), indent=1) + "\n", sync_dir=True)
+        fs.make_dirs(self.log_dir)
+        write_atomically(self.path(level), json.dumps(dict(sorted(props.items())), indent=1) + "\n")
 
     def effective(self, static: Mapping[str, str], replace: tuple[str, Mapping[str, str]] | None = None) -> dict[str, str]:
         """server.properties overlaid by the cluster default, then by this broker's level (Kafka's precedence);

@@ -13,13 +13,19 @@ most MAX_SESSION_PARTITIONS partitions and all of them together at most MAX_CACH
 Kafka bounds only the slots). When the cache is full a new session evicts the least recently used one idle for
 EVICTION_S (Kafka's 120 s), else the smallest session if the new one is larger (Kafka's FetchSessionCache.tryEvict);
 otherwise the fetch is answered sessionless (session id 0), which clients take as "send full requests".
+
+A session belongs to the principal and listener that created it (Logway's rule; Kafka keys sessions by id alone):
+to anyone else it does not exist. Its id cannot name it for them, nor close it, nor tell them it exists: a
+request naming another's session gets FETCH_SESSION_ID_NOT_FOUND whatever its epoch, exactly as an id that was
+never issued, and ids come from `secrets`, so they cannot be predicted from the ones a client sees.
 """
 
 from __future__ import annotations
 
-import random
+import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,11 +53,14 @@ class CachedPartition:
 
 @dataclass(slots=True)
 class SessionTopic:
-    """A topic of the session shaped like a request topic, so the fetch handler reads it unchanged."""
+    """A topic of the session in the place of a request topic: its cached partitions, which the fetch handler
+    reads (partition, fetch_offset, partition_max_bytes) from and whose watermarks it compares; with the set of
+    their indexes, which a long poll of the session waits on (gateway/fetch_waiters.py)."""
 
     topic: str
     topic_id: Any
     partitions: list[CachedPartition]
+    indexes: set[int] = field(default_factory=set)
 
 
 @dataclass(slots=True)
@@ -65,14 +74,22 @@ class SessionRequest:
     max_wait: Any
 
 
+# Who a session belongs to: the listener it was created on and the principal that created it.
+Owner = tuple[str, str]
+
+
 @dataclass
 class FetchSession:
     id: int
     uses_topic_ids: bool
+    owner: Owner
     epoch: int = 1  # the epoch the next incremental request must carry
     last_used: float = 0.0
     # (topic key, partition) -> cached partition; the key is the name (v7-v12) or the topic id (v13+).
     partitions: dict[tuple[Any, int], CachedPartition] = field(default_factory=dict)
+    # The partitions grouped by topic as requests read them, kept from request to request until a partition
+    # joins, leaves or moves (None: to be grouped again): a quiet session's requests do not regroup them.
+    topics: list[SessionTopic] | None = None
 
 
 @dataclass(slots=True)
@@ -84,6 +101,19 @@ class SessionContext:
     error: int = ErrorCode.none
     session: FetchSession | None = None
     incremental: bool = False
+
+    def watched(self, names: list[str | None], skip: Collection[str]) -> list[tuple[str, Iterable[int]]]:
+        """What a long poll of this request waits on (FetchWaiters.wait): each topic's name but those unknown or in
+        ``skip``, with its partitions: a session's kept set, or the request's own partitions, read only if an
+        append to the topic comes while waiting."""
+        watched: list[tuple[str, Iterable[int]]] = []
+        for topic, name in zip(self.request.topics, names, strict=True):
+            if name and name not in skip and topic.partitions:
+                if isinstance(topic, SessionTopic):
+                    watched.append((name, topic.indexes))
+                else:
+                    watched.append((name, (_fields(p)[0] for p in topic.partitions)))
+        return watched
 
     def response_topics(self, topics: list[FetchTopicResult]) -> list[FetchTopicResult]:
         """Remember what this answer tells the client; an incremental answer keeps only what changed."""
@@ -108,6 +138,8 @@ class SessionContext:
         for cached in served:
             key = key_of[id(cached)]
             session.partitions[key] = session.partitions.pop(key)
+        if served:
+            session.topics = None
         return out
 
 
@@ -128,6 +160,14 @@ def _has_records(result: FetchPartitionResult) -> bool:
     return records is not None and bool(records.size if isinstance(records, FileSlice) else len(records))
 
 
+def _fields(partition: Any) -> tuple[int, int, int]:
+    """(partition, fetch_offset, partition_max_bytes) of a request partition: the fetch handler's tuple, or an
+    object with those fields."""
+    if isinstance(partition, tuple):
+        return partition
+    return partition.partition, partition.fetch_offset, partition.partition_max_bytes
+
+
 def _next_epoch(epoch: int) -> int:
     return 1 if epoch == 2**31 - 1 else epoch + 1
 
@@ -141,19 +181,23 @@ class FetchSessionCache:
         self.sessions: OrderedDict[int, FetchSession] = OrderedDict()
         self.cached_partitions = 0
 
-    def context(self, version: int, request: Any) -> SessionContext:
-        """Kafka's FetchManager.newContext: sessionless, a new full session, an incremental one, or an error."""
+    def context(self, version: int, request: Any, owner: Owner) -> SessionContext:
+        """Kafka's FetchManager.newContext for ``owner``'s request: sessionless, a new full session, an incremental
+        one, or an error. Another owner's sessions are not there for it. ``request``'s topics hold partitions as
+        the fetch handler reads them (see _fields)."""
         if version < 7:
             return SessionContext(request)
         session_id, epoch = request.session_id, request.session_epoch
         uses_ids = version >= 13
+        session = self.sessions.get(session_id)
+        if session is not None and session.owner != owner:
+            session = None
         if epoch in (FINAL_EPOCH, INITIAL_EPOCH):
-            if session_id:
+            if session is not None:
                 self._remove(session_id)
             if epoch == FINAL_EPOCH:
                 return SessionContext(request)
-            return self._new_session(request, uses_ids)
-        session = self.sessions.get(session_id)
+            return self._new_session(request, uses_ids, owner)
         if session is None:
             return SessionContext(request, error=ErrorCode.fetch_session_id_not_found)
         if session.epoch != epoch:
@@ -169,15 +213,15 @@ class FetchSessionCache:
         self.sessions.move_to_end(session_id)
         return SessionContext(_as_request(session, request, uses_ids), session.id, session=session, incremental=True)
 
-    def _new_session(self, request: Any, uses_ids: bool) -> SessionContext:
+    def _new_session(self, request: Any, uses_ids: bool, owner: Owner) -> SessionContext:
         partitions = {}
         for topic in request.topics:
             key = topic.topic_id if uses_ids else topic.topic
-            for p in topic.partitions:
-                partitions[(key, p.partition)] = CachedPartition(p.partition, p.fetch_offset, p.partition_max_bytes)
+            for index, offset, max_bytes in map(_fields, topic.partitions):
+                partitions[(key, index)] = CachedPartition(index, offset, max_bytes)
         if len(partitions) > MAX_SESSION_PARTITIONS or not self._make_room(len(partitions)):
             return SessionContext(request)
-        session = FetchSession(self._new_id(), uses_ids, last_used=self.clock(), partitions=partitions)
+        session = FetchSession(self._new_id(), uses_ids, owner, last_used=self.clock(), partitions=partitions)
         self.sessions[session.id] = session
         self.cached_partitions += len(partitions)
         return SessionContext(_as_request(session, request, uses_ids), session.id, session=session)
@@ -185,20 +229,23 @@ class FetchSessionCache:
     def _update(self, session: FetchSession, request: Any, uses_ids: bool) -> int:
         """Apply an incremental request's changes and forgotten partitions; return the change in size."""
         before = len(session.partitions)
+        moved = False
         for topic in request.topics:
             key = topic.topic_id if uses_ids else topic.topic
-            for p in topic.partitions:
-                cached = session.partitions.get((key, p.partition))
+            for index, offset, max_bytes in map(_fields, topic.partitions):
+                cached = session.partitions.get((key, index))
                 if cached is None:
-                    session.partitions[(key, p.partition)] = CachedPartition(
-                        p.partition, p.fetch_offset, p.partition_max_bytes)
+                    session.partitions[(key, index)] = CachedPartition(index, offset, max_bytes)
+                    moved = True
                 else:
-                    cached.fetch_offset = p.fetch_offset
-                    cached.partition_max_bytes = p.partition_max_bytes
+                    cached.fetch_offset = offset
+                    cached.partition_max_bytes = max_bytes
         for forgotten in request.forgotten_topics_data:
             key = forgotten.topic_id if uses_ids else forgotten.topic
             for partition in forgotten.partitions:
-                session.partitions.pop((key, partition), None)
+                moved |= session.partitions.pop((key, partition), None) is not None
+        if moved:
+            session.topics = None
         return len(session.partitions) - before
 
     def _make_room(self, size: int) -> bool:
@@ -223,19 +270,23 @@ class FetchSessionCache:
             self.cached_partitions -= len(session.partitions)
 
     def _new_id(self) -> int:
+        """An unused id in 1..2^31-1, unpredictable (secrets: no client can work out the next one)."""
         while True:
-            session_id = random.randint(1, 2**31 - 1)
+            session_id = 1 + secrets.randbelow(2**31 - 1)
             if session_id not in self.sessions:
                 return session_id
 
 
 def _as_request(session: FetchSession, request: Any, uses_ids: bool) -> SessionRequest:
     """The session's partitions grouped by topic, in the order they joined, with the request's limits."""
-    topics: dict[Any, SessionTopic] = {}
-    for (key, _), cached in session.partitions.items():
-        topic = topics.get(key)
-        if topic is None:
-            topic = topics[key] = SessionTopic("" if uses_ids else key, key if uses_ids else None, [])
-        topic.partitions.append(cached)
-    return SessionRequest(list(topics.values()), request.max_bytes, request.min_bytes, request.isolation_level,
+    if session.topics is None:
+        topics: dict[Any, SessionTopic] = {}
+        for (key, _), cached in session.partitions.items():
+            topic = topics.get(key)
+            if topic is None:
+                topic = topics[key] = SessionTopic("" if uses_ids else key, key if uses_ids else None, [])
+            topic.partitions.append(cached)
+            topic.indexes.add(cached.partition)
+        session.topics = list(topics.values())
+    return SessionRequest(session.topics, request.max_bytes, request.min_bytes, request.isolation_level,
                           request.max_wait)

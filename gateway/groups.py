@@ -18,6 +18,7 @@ import trio
 
 from logway.coordinator.group_config import GroupConfig
 from logway.coordinator.group_coordinator import GroupCoordinator
+from logway.gateway.group_commit import flush_logs
 from logway.wire.batch import (
     BASE_SEQUENCE_POS,
     BATCH_HEADER_SIZE,
@@ -76,7 +77,8 @@ class ConsumerOffsetsLog:
                 [(k, v, ()) for k, v in records], base_timestamp=now_ms, producer_id=producer[0],
                 producer_epoch=producer[1], base_sequence=0, is_transactional=True))
         plog = self.broker.partition(self.topic, partition)
-        if plog.append(bytearray(batch), now_ms=now_ms, coordinator=True).flush_needed:
+        # The coordinator's writes are acks=all in Kafka (GroupMetadataManager): flush.acks.all.enable applies.
+        if plog.append(bytearray(batch), now_ms=now_ms, coordinator=True, acks_all=True).flush_needed:
             self.unflushed.add(plog)
 
     def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool, now_ms: int) -> None:
@@ -85,9 +87,8 @@ class ConsumerOffsetsLog:
             self.unflushed.add(plog)
 
     async def flush_pending(self) -> None:
-        """fsync (off the event loop) the partitions whose flush.messages was reached by appends."""
-        while self.unflushed:
-            await trio.to_thread.run_sync(self.unflushed.pop().flush)
+        """fsync (by the group commit) the partitions whose appends must be flushed before they are answered."""
+        await flush_logs(self.broker.group_commit, self.unflushed)
 
     def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
         """Every keyed record of one offsets partition; a batch that fails its CRC is logged and skipped.

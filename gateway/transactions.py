@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from logway.coordinator.txn_coordinator import TransactionCoordinator
+from logway.gateway.group_commit import flush_logs
 from logway.gateway.groups import OFFSETS_TOPIC, ConsumerOffsetsLog
 from logway.storage.errors import InvalidProducerEpoch, UnknownTopicOrPartition
 from logway.wire.batch import CorruptBatch
@@ -53,7 +54,8 @@ class TransactionStateLog:
             self.broker.logs.create_topic(TXN_TOPIC, self.partitions, dict(TXN_TOPIC_CONFIG))
             log.info("created %s with %d partitions", TXN_TOPIC, self.partitions)
         plog = self.broker.partition(TXN_TOPIC, partition)
-        if plog.append(bytearray(build_batch([(key, value, ())], base_timestamp=now_ms)), now_ms=now_ms).flush_needed:
+        batch = bytearray(build_batch([(key, value, ())], base_timestamp=now_ms))
+        if plog.append(batch, now_ms=now_ms, acks_all=True).flush_needed:  # acks=all, as Kafka's coordinator
             self.unflushed.add(plog)
 
     def read(self, partition: int) -> list[tuple[bytes, bytes | None]]:
@@ -136,10 +138,16 @@ class TransactionService:
                 pass  # created meanwhile by another request
 
     async def flush_pending(self) -> None:
-        """fsync (off the event loop) the logs whose flush.messages the coordinator's writes reached."""
-        while self.unflushed:
-            await trio.to_thread.run_sync(self.unflushed.pop().flush)
+        """fsync (by the group commit) the logs the coordinator's writes must be flushed in before they are answered."""
+        await flush_logs(self.state_log.broker.group_commit, self.unflushed)
         await self.state_log.broker.groups.offsets_log.flush_pending()  # markers written to __consumer_offsets
+
+    def take_unflushed(self) -> list[PartitionLog]:
+        """The logs the coordinator's writes left to fsync, for a caller that has them flushed with its own
+        appends (Produce v12, which adds partitions to transactions) and answers once they are."""
+        logs = list(self.unflushed)
+        self.unflushed.clear()
+        return logs
 
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:

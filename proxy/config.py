@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logway.proxy.addresses import BrokerAddressing, parse_node_id_range
-from logway.server.config import ConfigError, Listener, ServerConfig, parse_properties, read_properties_file
+from logway.proxy.filter_config import is_filter_key, named_filters
+from logway.server.config import ConfigError, Listener, ServerConfig, int_setting, load_properties
 from logway.server.security.plain import parse_jaas
+from logway.server.security.settings import ProtocolSecurity
 
 PROXY_DEFAULTS: dict[str, str] = {
     "proxy.upstream.bootstrap.servers": "",
@@ -36,6 +38,7 @@ PROXY_DEFAULTS: dict[str, str] = {
     "proxy.virtual.clusters": "",
 }
 VIRTUAL_CLUSTER_KEYS = ("listener", "topic.prefix")
+VIRTUAL_CLUSTERS_DIR = "virtual-clusters"
 UPSTREAM_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 UPSTREAM_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
@@ -50,23 +53,14 @@ class VirtualCluster:
 
 
 @dataclass
-class UpstreamSecurity:
+class UpstreamSecurity(ProtocolSecurity):
     """How the proxy connects and authenticates to the upstream brokers (its own credentials)."""
 
-    protocol: str = "PLAINTEXT"
     ssl_context: ssl.SSLContext | None = None
     check_hostname: bool = True
     mechanism: str = "PLAIN"
     username: str = ""
     password: str = ""
-
-    @property
-    def tls(self) -> bool:
-        return self.protocol in ("SSL", "SASL_SSL")
-
-    @property
-    def sasl(self) -> bool:
-        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
 
 
 @dataclass
@@ -82,7 +76,7 @@ class ProxyConfig:
         self.server = ServerConfig(broker_keys)
         self.warnings = list(self.server.warnings)
         unknown = sorted(k for k in given if k.startswith("proxy.") and k not in PROXY_DEFAULTS
-                         and not _virtual_cluster_key(k))
+                         and not _virtual_cluster_key(k) and not is_filter_key(k))
         self.warnings += [f"unknown proxy config {k} ignored" for k in unknown]
         self.upstream_bootstrap = _servers(p["proxy.upstream.bootstrap.servers"])
         self.upstream = _upstream_security(p)
@@ -91,8 +85,8 @@ class ProxyConfig:
         self.backoff = _ms(p, "proxy.upstream.reconnect.backoff.ms")
         self.backoff_max = _ms(p, "proxy.upstream.reconnect.backoff.max.ms")
         self.metadata_refresh = _ms(p, "proxy.metadata.refresh.interval.ms")
-        self.port_offset = _int(p, "proxy.broker.port.offset")
-        self.max_in_flight = _int(p, "proxy.max.in.flight.requests.per.connection")
+        self.port_offset = int_setting(p, "proxy.broker.port.offset")
+        self.max_in_flight = int_setting(p, "proxy.max.in.flight.requests.per.connection")
         if self.max_in_flight < 1:
             raise ConfigError("proxy.max.in.flight.requests.per.connection: must be at least 1")
         try:
@@ -102,6 +96,9 @@ class ProxyConfig:
         self.address_pattern = p["proxy.broker.address.pattern"].strip()
         self.addressing = {lst.name: self._addressing(lst) for lst in self.server.listeners}
         self.virtual_clusters = _virtual_clusters(p, [lst.name for lst in self.server.listeners], self.warnings)
+        self.named_filters = named_filters(p, [c.name for c in self.virtual_clusters.values()],
+                                           self.server.log_dirs[0] if self.server.log_dirs else "")
+        self.warnings += self.named_filters.warnings
         for name, addressing in self.addressing.items():
             if addressing.port_span.start < 1 or addressing.port_span.stop - 1 > 65535:
                 raise ConfigError(f"listener {name}: port {addressing.bind_port} + proxy.broker.port.offset="
@@ -117,13 +114,13 @@ class ProxyConfig:
                                 min_node_id=self.node_ids[0], max_node_id=self.node_ids[1],
                                 address_pattern=self.address_pattern)
 
+    def realm_dir(self, cluster: VirtualCluster) -> Path:
+        """Where a virtual cluster's SCRAM users and ACLs are kept: under the proxy's state dir (log.dirs)."""
+        return Path(self.server.log_dirs[0]) / VIRTUAL_CLUSTERS_DIR / cluster.name
+
     @classmethod
     def load(cls, path: str | Path | None = None, overrides: dict[str, str] | None = None) -> ProxyConfig:
-        props: dict[str, str] = {}
-        if path is not None:
-            props.update(parse_properties(read_properties_file(Path(path))))
-        props.update(overrides or {})
-        return cls(props)
+        return cls(load_properties(path, overrides))
 
 
 def _virtual_cluster_key(key: str) -> bool:
@@ -174,15 +171,8 @@ def _servers(value: str) -> list[tuple[str, int]]:
     return out
 
 
-def _int(p: dict[str, str], key: str) -> int:
-    try:
-        return int(p[key])
-    except ValueError:
-        raise ConfigError(f"{key}={p[key]!r}: expected an integer") from None
-
-
 def _ms(p: dict[str, str], key: str) -> float:
-    value = _int(p, key)
+    value = int_setting(p, key)
     if value < 0:
         raise ConfigError(f"{key}={value}: must not be negative")
     return value / 1000

@@ -21,13 +21,13 @@ from logway.wire.errors import ErrorCode
 log = logging.getLogger(__name__)
 
 PRODUCE, FETCH, METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER, SHARE_FETCH, SHARE_ACKNOWLEDGE = 0, 1, 3, 10, 60, 78, 79
-# The first version whose response may carry node_endpoints (a top-level tagged field).
-NODE_ENDPOINTS_FROM = {PRODUCE: 10, FETCH: 16}
+# The first version whose response may carry node_endpoints, the last thing in the response: a top-level tagged
+# field of Produce and Fetch, the last field of ShareFetch and ShareAcknowledge (every version).
+NODE_ENDPOINTS_FROM = {PRODUCE: 10, FETCH: 16, SHARE_FETCH: 0, SHARE_ACKNOWLEDGE: 0}
 # API key -> the top-level fields holding lists of (node_id, host, port) entities.
 _LISTS = {METADATA: ("brokers",), DESCRIBE_CLUSTER: ("brokers",), FIND_COORDINATOR: ("coordinators",),
           PRODUCE: ("node_endpoints",), FETCH: ("node_endpoints",), SHARE_FETCH: ("node_endpoints",),
           SHARE_ACKNOWLEDGE: ("node_endpoints",)}
-REWRITTEN_APIS = frozenset(_LISTS)
 
 Endpoint = tuple[int, str, int]
 """(node id, host, port) of an upstream broker."""
@@ -113,8 +113,8 @@ def endpoint_markers(hosts: set[str]) -> list[bytes]:
 
 
 def may_carry_endpoints(frame: bytes | bytearray, markers: list[bytes], brokers: int) -> bool:
-    """Cheap test before decoding a Produce v10+/Fetch v16+ response: does an upstream host appear where
-    node_endpoints would be? That top-level tagged field is the last thing in the response, so only its
+    """Cheap test before decoding a Produce v10+/Fetch v16+/ShareFetch/ShareAcknowledge response: does an upstream
+    host appear where node_endpoints would be? That field is the last thing in the response, so only its
     possible extent at the end is searched (a few hundred bytes per broker), not the records before it.
     (A false positive, e.g. a record value holding the host near the end, only costs one decode.)"""
     start = max(0, len(frame) - ENDPOINT_BYTES * (brokers + 8))

@@ -115,6 +115,15 @@ def read_properties_file(path: Path) -> str:
         return data.decode("latin-1")
 
 
+def load_properties(path: str | Path | None, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The properties of a file (if any) with ``overrides`` on top."""
+    props: dict[str, str] = {}
+    if path is not None:
+        props.update(parse_properties(read_properties_file(Path(path))))
+    props.update(overrides or {})
+    return props
+
+
 def command_line_properties(overrides: list[str], flags: Mapping[str, str | None]) -> dict[str, str]:
     """`--override KEY=VALUE` items, then the named flags' values (``flags``: property -> value or None)."""
     properties: dict[str, str] = {}
@@ -320,8 +329,4 @@ class ServerConfig:
     @classmethod
     def load(cls, path: str | Path | None = None, overrides: dict[str, str] | None = None):
         """The configuration of a properties file (if any) with ``overrides`` on top."""
-        props: dict[str, str] = {}
-        if path is not None:
-            props.update(parse_properties(read_properties_file(Path(path))))
-        props.update(overrides or {})
-        return cls(props)
+        return cls(load_properties(path, overrides))

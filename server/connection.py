@@ -71,6 +71,20 @@ class ConnectionClosed(Exception):
     """The peer closed the connection (possibly mid-frame)."""
 
 
+class Deferred:
+    """A response not ready when its request has been handled: a Produce whose appends wait for an fsync (the
+    broker's group commit). The connection goes on with the Produce requests the client has already sent after
+    it, so their appends join the same fsync, holds their responses behind this one, and sends them all in
+    order: ``result`` gives this one's chunks once it is ready."""
+
+    __slots__ = ("ready", "result")
+
+    def __init__(self, result: Callable[[], Awaitable[list[Chunk]]], ready: Callable[[], bool] | None = None) -> None:
+        self.result = result
+        # Whether ``result`` would return at once: then the responses before it wait for it, for one send.
+        self.ready = ready or (lambda: False)
+
+
 @dataclass(frozen=True)
 class ListenerContext:
     """A listener as its connections see it: its name and address, its security (TLS, SASL), the realm its
@@ -124,6 +138,8 @@ class Connection:
     # The API of the request being answered, set by the handler (-1: none, e.g. a bare SASL token), for metrics.
     api_key = -1
     api_version = 0
+    # Whether bytes may be spliced to and from the socket (not through TLS: its records are encrypted in user space).
+    spliceable = True
 
     def __init__(self, sock: socket.socket, peer: str, context: ListenerContext, memory: RequestMemory,
                  stats: ServerStats, make_handler: HandlerFactory) -> None:
@@ -155,9 +171,10 @@ class Connection:
         self.expired = False
         self.client_software: tuple[str, str] | None = None
         # Responses held for one send while pipelined Produce requests follow, and their requests' metrics.
-        self.held: list[Chunk] = []
+        self.held: list[Chunk | Deferred] = []
         self.held_bytes = 0
         self.held_file = False
+        self.held_deferred = False
         self.answered: list[tuple[int, int, float]] = []
         # Frames and their bytes handed out since this connection last let the others run (see _take_turn).
         self.turn_requests = 0
@@ -552,11 +569,14 @@ class Connection:
     # wait for the network and sends them before it waits for an fsync or a worker thread). Kafka answers one
     # request at a time per connection too; this only pays for fewer sends (and wake-ups of the client).
 
-    def _hold(self, response: list[Chunk] | None, started: float) -> None:
+    def _hold(self, response: list[Chunk | Deferred] | None, started: float) -> None:
         """Queue a request's response (None: acks=0, nothing to send) and its metrics until the next send."""
         if response is not None:
             for chunk in response:
                 self.held.append(chunk)
+                if isinstance(chunk, Deferred):
+                    self.held_deferred = True
+                    continue
                 self.held_bytes += chunk.size if isinstance(chunk, FileSlice) else len(chunk)
                 self.held_file |= isinstance(chunk, FileSlice)
         if self.api_key >= 0:
@@ -564,25 +584,56 @@ class Connection:
 
     def _may_hold_more(self) -> bool:
         """Whether the held responses may wait for the next request: a whole Produce request is already in the
-        buffer, the broker answers it itself, and the held responses are small bytes."""
+        buffer, the broker answers it itself, and the held responses are small bytes. Behind a response waiting
+        for an fsync (Deferred), what the client has sent meanwhile is taken in first, without waiting for it."""
         if self.held_file or self.held_bytes >= _COALESCE or len(self.answered) >= _MAX_HELD:
             return False
         if self.gate is not None or not self.handler.answers_inline:  # the SASL gate; a proxy's session
             return False
+        if self._produce_buffered(whole=True):
+            return True
+        if not self.held_deferred:
+            return False
+        # A Produce behind one waiting for its fsync is taken in as it arrives (a large one needs several receives).
+        self._receive_ready()
+        return self._produce_buffered(whole=False)
+
+    def _produce_buffered(self, *, whole: bool) -> bool:
+        """Whether a Produce request is in the buffer (``whole``: all of it, else its beginning)."""
         have = self.end - self.start
         if have < 6:
             return False
         (size,) = _SIZE.unpack_from(self.buf, self.start)
-        if not 2 <= size <= have - 4:
+        if size < 2 or (whole and size > have - 4):
             return False
         return self.buf[self.start + 4] == 0 and self.buf[self.start + 5] == _PRODUCE
+
+    def _receive_ready(self) -> bool:
+        """Receive what the client has sent already, without waiting; whether anything came (a closed or failed
+        socket counts as nothing: the next read reports it)."""
+        if self.end == len(self.buf):
+            if self.start == 0:
+                return False  # full of one unfinished frame: the next read grows the buffer
+            self._resize(len(self.buf))
+        try:
+            n = self.sock.recv_into(self.view[self.end :])
+        except OSError:  # BlockingIOError: nothing there
+            return False
+        self.end += n
+        self.io_bytes += n
+        self.peak = max(self.peak, self.end)
+        return n > 0
 
     async def send_held(self) -> None:
         """Send the held responses (one send when they are small bytes), then record their requests' metrics:
         Kafka's RequestMetrics TotalTimeMs, from the request received to its response sent. A handler calls it
-        before it waits on something slow (a Produce that must fsync), so earlier responses do not wait too."""
+        before it waits on something slow (a Produce that must fsync), so earlier responses do not wait too.
+        A Deferred response is waited for in its turn, after the responses before it are sent."""
         held, answered = self.held, self.answered
         self.held, self.answered, self.held_bytes, self.held_file = [], [], 0, False
+        if self.held_deferred:
+            self.held_deferred = False
+            held = await self._send_until_last_deferred(held)
         if held:
             await self.send_chunks(held)
         if answered:
@@ -590,6 +641,19 @@ class Connection:
             now = time.perf_counter()
             for api_key, api_version, started in answered:
                 record(api_key, api_version, (now - started) * 1000)
+
+    async def _send_until_last_deferred(self, held: list[Chunk | Deferred]) -> list[Chunk]:
+        """Send the held chunks up to the last Deferred, each Deferred once ready; the chunks after it."""
+        ready: list[Chunk] = []
+        for chunk in held:
+            if isinstance(chunk, Deferred):
+                if ready and not chunk.ready():
+                    await self.send_chunks(ready)
+                    ready = []
+                ready.extend(await chunk.result())
+            else:
+                ready.append(chunk)
+        return ready
 
     async def _send_held_quietly(self) -> None:
         """Before closing a connection: the responses to the requests before the bad one still go out."""

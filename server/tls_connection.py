@@ -1,19 +1,18 @@
-"""A client connection over TLS (SSL and SASL_SSL listeners): the same non-blocking loop as Connection, with
-Python's ssl doing the record layer, and Fetch's file slices sent in large pread chunks (sendfile cannot
-go through user-space TLS). The PLAINTEXT path is untouched by any of this.
+"""A client connection over TLS (SSL and SASL_SSL listeners): the same non-blocking loop as Connection, over a
+TlsSocket (server/tls_socket.py: OpenSSL's record layer over memory BIOs, in large reads and writes), with Fetch's
+file slices sent in large pread chunks (sendfile cannot go through user-space TLS). The PLAINTEXT path is
+untouched by any of this.
 """
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import socket
 import ssl
 
-import trio
-
 from logway.server.connection import Connection, ConnectionClosed
+from logway.server.tls_socket import TlsSocket, handshake, send_parts
 from logway.wire.fetch import FileSlice
 
 log = logging.getLogger(__name__)
@@ -23,56 +22,33 @@ _FILE_CHUNK = 256 * 1024
 _JOIN_UP_TO = 64 * 1024
 
 
-class NonBlockingTLSSocket(ssl.SSLSocket):
-    """An SSLSocket that reports "would block" the way Connection's loop expects (BlockingIOError), and a
-    clean or abrupt TLS close as end of stream."""
-
-    def recv_into(self, buffer, nbytes=0, flags=0):  # noqa: D102 (the socket interface)
-        try:
-            return super().recv_into(buffer, nbytes, flags)
-        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
-            raise BlockingIOError() from None
-        except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
-            return 0
-
-    def send(self, data, flags=0):  # noqa: D102
-        try:
-            return super().send(data, flags)
-        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
-            raise BlockingIOError() from None
-        except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
-            raise BrokenPipeError(errno.EPIPE, "TLS peer closed the connection") from None
-
-
-def wrap_server_socket(context: ssl.SSLContext, sock: socket.socket) -> NonBlockingTLSSocket:
-    context.sslsocket_class = NonBlockingTLSSocket
-    return context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+def wrap_server_socket(context: ssl.SSLContext, sock: socket.socket) -> TlsSocket:
+    """The accepted socket as a TlsSocket (not yet shaken hands: TlsConnection.handshake does that)."""
+    return TlsSocket(context, sock, server_side=True)
 
 
 class TlsConnection(Connection):
-    """A Connection whose socket is a NonBlockingTLSSocket; the handshake runs before the first request."""
+    """A Connection whose socket is a TlsSocket; the handshake runs before the first request."""
+
+    sock: TlsSocket
+    spliceable = False
 
     async def handshake(self) -> None:
-        sock = self.sock
-        while True:
+        try:
+            await handshake(self.sock)
+        except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+            raise ConnectionClosed() from None
+        except ssl.SSLError as exc:
+            # A plaintext client, an untrusted or expired certificate, no shared protocol: Kafka logs
+            # "Failed authentication with <peer> (SSL handshake failed)" and closes.
+            log.info("failed authentication with %s (SSL handshake failed: %s)", self.peer, exc.reason or exc)
+            raise ConnectionClosed() from None
+        except OSError:
             if self.expired:  # connections.max.idle.ms ran out mid-handshake (expire() shut the socket down)
-                raise ConnectionClosed()
-            try:
-                sock.do_handshake()
-                break
-            except ssl.SSLWantReadError:
-                await trio.lowlevel.wait_readable(sock)
-            except ssl.SSLWantWriteError:
-                await trio.lowlevel.wait_writable(sock)
-            except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
                 raise ConnectionClosed() from None
-            except ssl.SSLError as exc:
-                # A plaintext client, an untrusted or expired certificate, no shared protocol: Kafka logs
-                # "Failed authentication with <peer> (SSL handshake failed)" and closes.
-                log.info("failed authentication with %s (SSL handshake failed: %s)", self.peer, exc.reason or exc)
-                raise ConnectionClosed() from None
+            raise
         self.io_bytes += 1  # a sign of life for the idle sweep
-        der = sock.getpeercert()
+        der = self.sock.getpeercert()
         if der:
             dn = x500_name(der.get("subject", ()))
             try:
@@ -84,13 +60,19 @@ class TlsConnection(Connection):
             self.principal = "User:" + name
             log.debug("%s: TLS client authenticated as %s", self.peer, self.principal)
 
+    async def send_all(self, data: bytes | memoryview) -> None:
+        """Encrypt and send all of ``data``; returns once the kernel has taken every record."""
+        await send_parts(self.sock, [data], self._sent)
+
+    def _sent(self, n: int) -> None:
+        self.io_bytes += n  # a sign of life for the idle sweep, while a large answer goes out
+
     async def send_parts(self, parts) -> None:
-        """TLS has no gather send: small parts joined into one send, a large one sent as it is (no copy)."""
+        """Small parts joined into one TLS record (one encryption), large ones encrypted as they are (no copy);
+        their records go to the kernel together."""
         if sum(len(p) for p in parts) <= _JOIN_UP_TO:
-            await self.send_all(b"".join(parts))
-            return
-        for part in parts:
-            await self.send_all(part)
+            parts = [b"".join(parts)]
+        await send_parts(self.sock, parts, self._sent)
 
     async def send_file(self, piece: FileSlice) -> None:
         """Read the slice from the segment in large chunks and send them through TLS."""

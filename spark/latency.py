@@ -23,7 +23,7 @@ from pathlib import Path
 import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from logway.spark.local_gateway import local_gateway
+from logway.spark.local_gateway import run_against_broker
 
 REPO = Path(__file__).resolve().parents[1]
 WARM_UP_RECORDS = 20
@@ -228,10 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trigger-ms", default="1000",
                         help="comma-separated processingTime triggers in ms; 0 = default trigger (as fast as possible)")
     args = parser.parse_args(argv)
-    if args.bootstrap:
-        return _measure(args, args.bootstrap)
-    with tempfile.TemporaryDirectory(prefix="logway-latency-") as tmp, local_gateway(f"{tmp}/data") as bootstrap:
-        return _measure(args, bootstrap)
+    return run_against_broker(args.bootstrap, "logway-latency-", lambda bootstrap: _measure(args, bootstrap))
 
 
 def _measure(args: argparse.Namespace, bootstrap: str) -> int:

@@ -6,8 +6,9 @@ import contextlib
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,3 +47,11 @@ def local_gateway(data_dir: str) -> Iterator[str]:
             proc.kill()
             proc.wait()
         log.close()
+
+
+def run_against_broker(bootstrap: str | None, prefix: str, measure: Callable[[str], int]) -> int:
+    """``measure(bootstrap)`` against the given broker, or else against a throw-away gateway in a temporary dir."""
+    if bootstrap:
+        return measure(bootstrap)
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp, local_gateway(f"{tmp}/data") as local:
+        return measure(local)

@@ -253,27 +253,40 @@ def parse_source_options(options: Mapping[str, str], streaming: bool) -> SourceO
 
 def _check_batch_limits(starting: OffsetLimit, ending: OffsetLimit) -> None:
     """Spark's validateBatchOptions + checkOffsetLimitValidity."""
+    _check_batch_start(starting)
+    _check_batch_end(ending)
+    if starting.kind == ending.kind and starting.kind in ("offsets", "timestamps"):
+        _check_offset_ranges(starting, ending)
+
+
+def _check_batch_start(starting: OffsetLimit) -> None:
     if starting.kind == "latest":
         raise ValueError("starting offset can't be latest for batch queries on Kafka")
     if starting.kind == "offsets":
         for tp, off in starting.offsets.items():
             if off == LATEST:
                 raise ValueError(f"startingOffsets for {tp[0]}-{tp[1]} can't be latest for batch queries on Kafka")
+
+
+def _check_batch_end(ending: OffsetLimit) -> None:
     if ending.kind == "earliest":
         raise ValueError("ending offset can't be earliest for batch queries on Kafka")
     if ending.kind == "offsets":
         for tp, off in ending.offsets.items():
             if off == EARLIEST:
                 raise ValueError(f"ending offset for {tp[0]}-{tp[1]} can't be earliest for batch queries on Kafka")
-    if starting.kind == ending.kind and starting.kind in ("offsets", "timestamps"):
-        if set(starting.offsets) != set(ending.offsets):
-            raise ValueError("Kafka data source in batch query requires the same topic partitions in "
-                             "starting and ending offsets")
-        for tp, start in starting.offsets.items():
-            end = ending.offsets[tp]
-            if start > end and start >= 0 and end >= 0:
-                raise ValueError(f"The start offset {start} for {tp[0]}-{tp[1]} is greater than the end "
-                                 f"offset {end}")
+
+
+def _check_offset_ranges(starting: OffsetLimit, ending: OffsetLimit) -> None:
+    """The same partitions at both ends, none starting after it ends."""
+    if set(starting.offsets) != set(ending.offsets):
+        raise ValueError("Kafka data source in batch query requires the same topic partitions in "
+                         "starting and ending offsets")
+    for tp, start in starting.offsets.items():
+        end = ending.offsets[tp]
+        if start > end and start >= 0 and end >= 0:
+            raise ValueError(f"The start offset {start} for {tp[0]}-{tp[1]} is greater than the end "
+                             f"offset {end}")
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from logway.spark.local_gateway import local_gateway
+from logway.spark.local_gateway import run_against_broker
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -61,10 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--formats", default="kafka,logway-kafka",
                         help="comma-separated: kafka (Spark's own connector, jars from Maven) and/or logway-kafka")
     args = parser.parse_args(argv)
-    if args.bootstrap:
-        return _measure(args, args.bootstrap)
-    with tempfile.TemporaryDirectory(prefix="logway-throughput-") as tmp, local_gateway(f"{tmp}/data") as bootstrap:
-        return _measure(args, bootstrap)
+    return run_against_broker(args.bootstrap, "logway-throughput-", lambda bootstrap: _measure(args, bootstrap))
 
 
 def _measure(args: argparse.Namespace, bootstrap: str) -> int:

@@ -14,31 +14,37 @@ import logging
 import os
 from pathlib import Path
 
+from logway.storage import fs
+
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 
 log = logging.getLogger(__name__)
 
 
-def write_atomically(path: Path, text: str, *, mode: int = 0o666, sync_dir: bool = False) -> None:
-    """Replace ``path`` with ``text`` atomically: a temp file, fsync, rename (and an fsync of the directory
-    when the rename itself must survive a crash). ``mode`` is for a new file (0o600: owner only)."""
+def write_atomically(path: Path, data: str | bytes, *, mode: int = 0o666, sync_dir: bool = True) -> None:
+    """Replace ``path`` with ``data`` so that a crash or a power loss leaves the old or the new file whole:
+    a temp file, fsync, rename, then an fsync of the directory, which makes the rename itself durable (Kafka
+    writes its checkpoint and meta.properties files so). ``mode`` is for a new file (0o600: owner only);
+    ``sync_dir=False``: the caller fsyncs the directory itself, once for several files."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", opener=lambda name, flags: os.open(name, flags, mode)) as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    fd = fs.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), mode)
+    try:
+        view = memoryview(raw)
+        written = 0
+        while written < len(view):
+            written += os.write(fd, view[written:])
+        fs.fsync(fd)
+    finally:
+        os.close(fd)
+    fs.replace(tmp, path)
     if sync_dir:
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fs.sync_dir(path.parent)
 
 
 def write_checkpoint(path: Path, offsets: dict[tuple[str, int], int]) -> None:
-    """Replace the file atomically (write a temp file, fsync, rename), as Kafka's CheckpointFile does."""
+    """Replace the file atomically and durably (`write_atomically`), as Kafka's CheckpointFile does."""
     lines = ["0", str(len(offsets))]
     lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())]
     write_atomically(path, "\n".join(lines) + "\n")

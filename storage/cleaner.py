@@ -403,6 +403,7 @@ def _clean_group(
             cleaned.append(memoryview(buf), entries)
         cleaned.on_become_inactive()
         cleaned.flush()  # durable before the swap may make it the only copy (Kafka flushes before replaceSegments)
+        cleaned.synced_whole = True
         # Keep the sources' modification time: retention falls back to it for segments without timestamps.
         st = os.fstat(group[-1].fd)
         os.utime(cleaned.log_path, ns=(st.st_atime_ns, st.st_mtime_ns))

@@ -9,7 +9,9 @@ makes the whole result stale: it is discarded.
 
 Crash safety of the swap follows Kafka's LocalLog.replaceSegments: ``.cleaned`` files are
 fsynced, renamed ``.swap`` (the log file last: a ``<base>.log.swap`` commits the swap), the
-sources are renamed ``.deleted``, then the ``.swap`` files get their final names. Loading
+directory is fsynced (so no later rename reaches the disk first: a power loss, not only a kill,
+keeps the order), the sources are renamed ``.deleted``, then the ``.swap`` files get their final
+names. Loading
 (storage.log_loader) deletes ``.cleaned`` files (an unfinished compaction: the old segments
 stay) and completes a ``.swap`` (the segments it replaced are deleted first), so a kill at any
 point recovers either the old or the new segments.
@@ -20,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from logway.storage import fs
 from logway.storage.cleaner import (
     CleanableRange,
     CompactionResult,
@@ -87,6 +90,11 @@ class CompactionSwap:
                 log.dir, segments, rng, log.config, log.cleaner_config, self._producers.last_data_offsets(), now_ms,
                 aborted,
             )
+            for group in result.groups:
+                # The aborted transactions of the replaced segments move with their markers (which compaction
+                # keeps), in a txnindex written durably with the rest of the output.
+                write_entries(group.cleaned.txn_index_path,
+                              self._aborted.with_markers_in(group.sources[0].base_offset, group.sources[-1].end_offset))
         except BaseException:
             # A truncation under a running compaction can make it read short segments: not the log's fault.
             self.failed = truncations == self._truncations
@@ -97,7 +105,7 @@ class CompactionSwap:
         return result.stats
 
     def finish(self, log_closed: bool) -> bool:
-        """Swap the segments `compact` wrote into the live tuple (loop thread; a few renames, no fsync).
+        """Swap the segments `compact` wrote into the live tuple (loop thread; a few renames, a directory fsync).
 
         A group whose source segments are no longer all live (retention or truncation got there
         first) is discarded, and so is everything when the log closed. Returns whether any cleaned
@@ -138,10 +146,10 @@ class CompactionSwap:
             return False
         if segments[i : i + len(sources)] != sources or i + len(sources) >= len(segments):
             return False
-        # The aborted transactions of the replaced segments move with their markers (which compaction keeps).
-        write_entries(cleaned.txn_index_path,
-                      self._aborted.with_markers_in(sources[0].base_offset, sources[-1].end_offset))
         cleaned.change_suffix(SWAP_SUFFIX)  # from here a crash completes the swap at load
+        # The renames that follow must not reach the disk before this one (Kafka's replaceSegments flushes the
+        # directory here too): one fsync on the event loop per swapped group, at most every log.cleaner.backoff.ms.
+        fs.sync_dir(self._log.dir)
         self._log.replace_segments(i, len(sources), cleaned, now_ms)
         cleaned.change_suffix("")
         self._log.directory_changed()

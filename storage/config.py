@@ -70,6 +70,8 @@ class LogConfig:
     index_interval_bytes: int = _prop("index.interval.bytes", 4096, INT, _at_least(0))
     flush_messages: int = _prop("flush.messages", LONG_MAX, LONG, _at_least(1))
     flush_ms: int = _prop("flush.ms", LONG_MAX, LONG, _at_least(0))
+    # Logway's, not Kafka's: acks=all produces are acknowledged once fsynced (Redpanda's write.caching=false).
+    flush_acks_all: bool = _prop("flush.acks.all.enable", False, BOOLEAN)
     retention_ms: int = _prop("retention.ms", 604800000, LONG, _at_least(-1))
     retention_bytes: int = _prop("retention.bytes", -1, LONG)
     cleanup_policy: tuple[str, ...] = _prop("cleanup.policy", ("delete",), LIST, _one_of("compact", "delete"))
@@ -173,6 +175,7 @@ _SYNONYMS: dict[str, list[tuple[str, int]]] = {
     "index.interval.bytes": [("log.index.interval.bytes", 1)],
     "flush.messages": [("log.flush.interval.messages", 1)],
     "flush.ms": [("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1)],
+    "flush.acks.all.enable": [("log.flush.acks.all.enable", 1)],
     "retention.ms": [("log.retention.ms", 1), ("log.retention.minutes", 60000), ("log.retention.hours", 3600000)],
     "retention.bytes": [("log.retention.bytes", 1)],
     "cleanup.policy": [("log.cleanup.policy", 1)],

@@ -2,12 +2,13 @@
 
 Kafka preallocates index files to segment.index.bytes and mmaps them (an entry costs no syscall),
 trimming them when the segment rolls. Logway instead keeps the entries in memory (compact `array`s),
-which is what lookups read, and appends them to the file in runs of WRITE_EVERY entries, and
-whenever the segment is flushed or rolls, so an index file is always a prefix of its entries and
-never needs trimming. Entries not yet written are lost with the process, like the log bytes after
-the recovery point: loading after a crash rebuilds the indexes of every segment from the one holding
-the recovery point (the active one included) from the log itself, and the segments before it were
-flushed, which wrote their entries. `max_entries` still comes from segment.index.bytes / entry size,
+which is what lookups read, and appends them to the file in runs of WRITE_EVERY entries, when the
+segment rolls, at a clean shutdown and every few seconds (log maintenance), so an index file is
+always a prefix of its entries and never needs trimming. Entries not yet written are lost with the
+process, like the log bytes after the recovery point: loading after a crash rebuilds the indexes of
+every segment from the one holding the recovery point (the active one included) from the log itself,
+and the segments before it were fsynced whole after they rolled, which wrote and synced their entries.
+So the flush a durable append waits for syncs the active segment's log alone, never its indexes. `max_entries` still comes from segment.index.bytes / entry size,
 and a full index rolls the segment as in Kafka.
 """
 
@@ -18,6 +19,7 @@ import threading
 from collections.abc import Callable, Sized
 from pathlib import Path
 
+from logway.storage import fs
 from logway.storage.open_files import OPEN_FLAGS, LazyFile
 
 # Entries held in memory before one write of them (2 KB of offset index, 3 KB of time index: one
@@ -43,7 +45,7 @@ class IndexFile(LazyFile):
         # it is cut back to _written entries before the next write or truncation.
         self._torn = path.exists()
         if not self._torn:
-            os.close(os.open(path, OPEN_FLAGS, 0o644))
+            os.close(fs.open(path, OPEN_FLAGS, 0o644))
 
     # Called after the descriptor is (re)opened: the segment registers with the open-files bound.
     on_open: Callable[[], None] | None = None
@@ -108,7 +110,7 @@ class IndexFile(LazyFile):
                 return
             fd = self.fd
             if self._torn:
-                os.ftruncate(fd, self._written * self.entry_size)
+                fs.ftruncate(fd, self._written * self.entry_size)
                 self._torn = False
             data = self._pack(self._written, count)
             self._torn = True
@@ -130,7 +132,7 @@ class IndexFile(LazyFile):
         """Cut the file to ``count`` entries if it holds more (held entries past ``count`` just go)."""
         if count < self._written or self._torn:
             self._written = min(count, self._written)
-            os.ftruncate(self.fd, self._written * self.entry_size)
+            fs.ftruncate(self.fd, self._written * self.entry_size)
             self._torn = False
 
     def flush(self) -> None:
@@ -138,11 +140,11 @@ class IndexFile(LazyFile):
         self.write_held()
         fd = self._fd
         if fd >= 0:
-            os.fsync(fd)
+            fs.fdatasync(fd)
 
     def rename(self, path: Path) -> None:
         """Rename the file; the open descriptor keeps working."""
-        os.replace(self.path, path)
+        fs.replace(self.path, path)
         self.path = path
 
     def close(self) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from logway.storage import fs
 from logway.storage.config import LogConfig
 from logway.storage.errors import CorruptRecord
 from logway.storage.producer_state import BatchMetadata, ProducerStateManager
@@ -80,6 +81,7 @@ class LogLoader:
         self._on_recovered = on_recovered  # told the bytes of each segment recovery scanned (progress lines)
         self.loss = RecoveryLoss()
         self.recovered_bytes = 0
+        self._first_recovered = 0  # base offset of the first segment recovery scanned
 
     def load(self, recovery_point: int, log_start_offset: int, clean_shutdown: bool, now_ms: int) -> LoadedLog:
         """Open the segments, recover what may be torn, and rebuild the transaction index and producer state."""
@@ -89,12 +91,18 @@ class LogLoader:
         log_end = segments[-1].end_offset
         log_start = min(max(log_start_offset, segments[0].base_offset), log_end)
         recovery_point = log_end if clean_shutdown else min(recovery_point, log_end)
+        if not clean_shutdown:
+            # A snapshot written since the last flush may hold a state whose txnindex entries were lost: the producer
+            # state is replayed over every segment recovery scanned, whose ABORT markers put them back.
+            self._producers.delete_snapshots(above=self._first_recovered)
         aborted = AbortedTxns.load((seg.txn_index_path for seg in segments), log_end)
         rebuild_producer_state(self._producers, aborted, segments, log_start, log_end, f"{self.topic}-{self.partition}")
         for seg in segments:
             if seg.end_offset > recovery_point:
                 seg.flush()  # what recovery kept is synced before its descriptors go (flush skips closed files)
             seg.release_files()  # loading is done with them: idle partitions keep no descriptors open
+        for seg in segments[:-1]:
+            seg.synced_whole = True  # trusted as it was, or recovered and fsynced just now
         return LoadedLog(tuple(segments), log_start, log_end, recovery_point, aborted, self.loss, self.recovered_bytes)
 
     def _segment_bases(self, now_ms: int) -> list[int]:
@@ -104,13 +112,13 @@ class LogLoader:
         for name in os.listdir(self.dir):
             if name.endswith((DELETED_SUFFIX, ".tmp", CLEANED_SUFFIX)):
                 # Leftovers of an unfinished delete, write or compaction: Kafka removes them at load too.
-                (self.dir / name).unlink(missing_ok=True)
+                fs.unlink(self.dir / name, missing_ok=True)
             elif name.endswith(SWAP_SUFFIX):
                 base = _log_file_base(name[: -len(SWAP_SUFFIX)])
                 if base is not None:
                     swaps.append(base)
                 else:
-                    (self.dir / name).unlink(missing_ok=True)  # a swapped segment's indexes are rebuilt
+                    fs.unlink(self.dir / name, missing_ok=True)  # a swapped segment's indexes are rebuilt
             elif (base := _log_file_base(name)) is not None:
                 bases.append(base)
         for base in sorted(swaps):
@@ -132,8 +140,9 @@ class LogLoader:
             for old in [b for b in bases if base <= b < end]:
                 stem = segment_name(old)
                 for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX):
-                    (self.dir / (stem + suffix)).unlink(missing_ok=True)
+                    fs.unlink(self.dir / (stem + suffix), missing_ok=True)
                 bases.remove(old)
+            fs.sync_dir(self.dir)  # the replaced segments are gone for good before the swap file takes their place
             seg.change_suffix("")
         finally:
             seg.close()
@@ -142,17 +151,24 @@ class LogLoader:
     def _recover_segments(
         self, bases: list[int], recovery_point: int, log_start_offset: int, clean_shutdown: bool, now_ms: int,
     ) -> list[LogSegment]:
-        """Open the segments; recover those that may be torn (an invalid batch ends the log)."""
+        """Open the segments; recover those that may be torn (an invalid batch ends the log).
+
+        Without a clean shutdown, every segment from the one holding the offset before the recovery point is
+        suspect (Kafka starts at the one holding the recovery point; one earlier, a segment is trusted only once
+        a later one holds fsynced data, which the flush that synced it whole wrote first). In the first suspect
+        segment, the batches below the recovery point were fsynced and are walked by their headers alone.
+        """
         segments: list[LogSegment] = []
         try:
             for base in bases:
                 segments.append(LogSegment(self.dir, base, self.config, created_ms=now_ms))
-            # Without a clean shutdown, everything from the segment holding the recovery point on is suspect.
-            first_unflushed = len(segments) if clean_shutdown else max(0, bisect_right(bases, recovery_point) - 1)
+            first_unflushed = len(segments) if clean_shutdown else max(0, bisect_right(bases, recovery_point - 1) - 1)
+            self._first_recovered = bases[first_unflushed] if first_unflushed < len(bases) else log_start_offset
             for i, seg in enumerate(segments):
                 if i < first_unflushed and seg.load_indexes() and seg.load_tail():
                     continue
-                if self._recover(seg, segments[i + 1 :] if i >= first_unflushed else []):
+                durable = recovery_point if i == first_unflushed else -1
+                if self._recover(seg, segments[i + 1 :] if i >= first_unflushed else [], durable):
                     del segments[i + 1 :]
                     break
             if not segments:
@@ -163,18 +179,20 @@ class LogLoader:
             raise
         return segments
 
-    def _recover(self, seg: LogSegment, later: list[LogSegment]) -> bool:
+    def _recover(self, seg: LogSegment, later: list[LogSegment], durable_below: int) -> bool:
         """Recover one segment; if it had to be truncated, delete the ``later`` ones. Whether the log ends here."""
-        truncated = seg.recover()
-        self.recovered_bytes += seg.size + truncated
+        truncated = seg.recover(durable_below)
+        self.recovered_bytes += seg.scanned_bytes
         if self._on_recovered is not None:
-            self._on_recovered(seg.size + truncated)
+            self._on_recovered(seg.scanned_bytes)
         if not truncated:
             return False
         # Kafka's LogLoader.recoverLog: an invalid batch ends the log; later segments go.
         self._report_loss(seg, truncated, later)
         for seg_after in later:
             seg_after.delete_files()
+        if later:
+            fs.sync_dir(self.dir)  # before new appends reuse their offsets, the deleted segments stay deleted
         return bool(later)
 
     def _report_loss(self, seg: LogSegment, truncated: int, later: list[LogSegment]) -> None:

@@ -20,12 +20,12 @@ import fcntl
 import itertools
 import logging
 import os
-import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
+from logway.storage import fs
 from logway.storage.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -89,6 +89,9 @@ class LogManager:
         # The counters of deleted topics' partitions, so broker-wide totals never go down (read by metrics).
         self.deleted_counters = PartitionCounters()
         self._locks: list[int] = []  # descriptors of the held .lock files
+        # A flush moved a recovery point since the recovery-point checkpoint was last written (set from flush
+        # threads; the broker writes the checkpoint soon after, see `checkpoint_snapshot`).
+        self.recovery_points_moved = False
         # Topics whose partitions are being made (possibly on a worker thread); not visible to clients yet.
         self.creating: dict[str, Topic] = {}
         if max_open_segments is not None:  # the bound is per process, like the OS limit it protects
@@ -114,7 +117,12 @@ class LogManager:
             raise
         self.checkpoint()
         for log_dir in self.log_dirs:
-            (log_dir / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
+            marker = log_dir / CLEAN_SHUTDOWN_FILE
+            if marker.exists():
+                # Gone for good before anything is appended: a marker back after a power loss would make the next
+                # start trust segments holding data that was never fsynced.
+                fs.unlink(marker)
+                fs.sync_dir(log_dir)
 
     def _load_log_dir(
         self, log_dir: Path, found: dict[str, dict[int, PartitionLog]],
@@ -144,7 +152,7 @@ class LogManager:
             progress.update(log_dir, loaded, len(entries), scanned)
             path = log_dir / entry
             if entry.endswith(DELETE_DIR_SUFFIX):
-                shutil.rmtree(path, ignore_errors=True)
+                fs.rmtree(path, ignore_errors=True)
                 continue
             parsed = _parse_partition_dir(entry)
             if parsed is None:
@@ -168,6 +176,7 @@ class LogManager:
                 cleaner_config=self.cleaner_config,
                 on_offline=self._log_dir_failed,
                 on_recovered=recovered,
+                on_flushed=self._recovery_point_moved,
             )
             self.recovery_loss.add(plog.recovery_loss)
             self.recovered_bytes += plog.recovered_bytes
@@ -204,11 +213,12 @@ class LogManager:
         if any(plog.offline for plog in self._all_logs()):
             return  # a log that failed a write is not cleanly shut down: the next start recovers it
         for log_dir in self.log_dirs:
-            fd = os.open(log_dir / CLEAN_SHUTDOWN_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            fd = fs.open(log_dir / CLEAN_SHUTDOWN_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
-                os.fsync(fd)
+                fs.fsync(fd)
             finally:
                 os.close(fd)
+            fs.sync_dir(log_dir)
         self._unlock_log_dirs()
 
     def _lock_log_dirs(self) -> None:
@@ -219,7 +229,7 @@ class LogManager:
         """
         try:
             for log_dir in self.log_dirs:
-                log_dir.mkdir(parents=True, exist_ok=True)
+                fs.make_dirs(log_dir)
                 fd = os.open(log_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
                 try:
                     fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -245,21 +255,23 @@ class LogManager:
         """Write recovery points, log start offsets and cleaner offsets of every log dir (Kafka's checkpoint files)."""
         self.write_checkpoints(self.checkpoint_snapshot())
 
-    def checkpoint_snapshot(self) -> dict[Path, dict[str, dict[tuple[str, int], int]]]:
-        """What the checkpoint files would hold now (cheap; on the thread that owns the logs)."""
+    def checkpoint_snapshot(self, *, recovery_points_only: bool = False) -> dict[Path, dict[str, dict[tuple[str, int], int]]]:
+        """What the checkpoint files would hold now (cheap; on the thread that owns the logs). ``recovery_points_only``:
+        the recovery-point file alone, which the broker writes within a second of a flush moving one."""
+        if recovery_points_only:
+            self.recovery_points_moved = False
         per_dir: dict[Path, list[PartitionLog]] = {d: [] for d in self.log_dirs}
         for plog in self._all_logs():
             per_dir[plog.dir.parent].append(plog)
-        return {
-            log_dir: {
-                RECOVERY_POINT_CHECKPOINT: {(p.topic, p.partition): p.recovery_point for p in logs},
-                LOG_START_OFFSET_CHECKPOINT: {(p.topic, p.partition): p.log_start_offset for p in logs},
-                CLEANER_OFFSET_CHECKPOINT: {
-                    (p.topic, p.partition): p.cleaner_offset for p in logs if p.cleaner_offset is not None
-                },
-            }
-            for log_dir, logs in per_dir.items()
-        }
+        snapshot: dict[Path, dict[str, dict[tuple[str, int], int]]] = {}
+        for log_dir, logs in per_dir.items():
+            files = snapshot[log_dir] = {
+                RECOVERY_POINT_CHECKPOINT: {(p.topic, p.partition): p.recovery_point for p in logs}}
+            if not recovery_points_only:
+                files[LOG_START_OFFSET_CHECKPOINT] = {(p.topic, p.partition): p.log_start_offset for p in logs}
+                files[CLEANER_OFFSET_CHECKPOINT] = {
+                    (p.topic, p.partition): p.cleaner_offset for p in logs if p.cleaner_offset is not None}
+        return snapshot
 
     @staticmethod
     def write_checkpoints(snapshot: dict[Path, dict[str, dict[tuple[str, int], int]]]) -> None:
@@ -338,6 +350,8 @@ class LogManager:
         try:
             for i, log_dir in enumerate(dirs):
                 made.append(self._new_partition(topic, first + i, log_dir))
+            for log_dir in set(dirs):
+                fs.sync_dir(log_dir)  # the new partition directories survive a power loss
         except OSError as e:
             for plog in made:
                 plog.delete()
@@ -438,11 +452,13 @@ class LogManager:
             plog.delete()
 
     def flush_due(self, now_ms: int) -> list[PartitionLog]:
-        """Logs with unflushed data whose flush.ms has elapsed since their last flush (Kafka's flushDirtyLogs)."""
+        """Logs with unflushed data whose flush.ms has elapsed since their last flush (Kafka's flushDirtyLogs), and
+        logs that rolled a segment since (Kafka's roll schedules a flush up to the new segment): so the recovery
+        point moves at least every segment, and recovery after a crash reads at most the active segments."""
         return [
             plog
             for plog in self._all_logs()
-            if plog.has_unflushed() and now_ms - plog.last_flush_ms >= plog.config.flush_ms
+            if plog.has_unflushed() and (now_ms - plog.last_flush_ms >= plog.config.flush_ms or plog.rolled_since_flush)
         ]
 
     def compaction_due(self, now_ms: int) -> list[PartitionLog]:
@@ -472,6 +488,15 @@ class LogManager:
         return [plog for _, plog in ranked[:slots]]
 
     # -- helpers -----------------------------------------------------------------------------------------
+
+    def _recovery_point_moved(self) -> None:
+        self.recovery_points_moved = True
+
+    def sync_log_dirs(self) -> None:
+        """fsync every log dir, so partition directories renamed or removed there stay so after a power loss
+        (a topic deletion: file work, for a worker thread)."""
+        for log_dir in self.log_dirs:
+            fs.sync_dir(log_dir)
 
     def _log_dir_failed(self, failed: PartitionLog) -> None:
         """Kafka's LogDirFailureChannel: an I/O error one log could not undo takes its whole log dir offline."""
@@ -511,12 +536,13 @@ class LogManager:
         path = log_dir / f"{topic.name}-{partition}"
         if path.exists():
             raise KafkaStorageError(f"{path} already exists")
-        path.mkdir()
-        _write_topic_id(path, topic.topic_id)
-        write_properties(path, topic.overrides)
+        fs.mkdir(path)
+        _write_topic_id(path, topic.topic_id, sync_dir=False)
+        write_properties(path, topic.overrides, sync_dir=False)
+        fs.sync_dir(path)  # once for both (its own name in the log dir: by make_partitions)
         return PartitionLog(
             path, topic.name, partition, topic.config, clock_ms=self._clock, cleaner_config=self.cleaner_config,
-            on_offline=self._log_dir_failed,
+            on_offline=self._log_dir_failed, on_flushed=self._recovery_point_moved,
         )
 
 
@@ -532,8 +558,9 @@ def _parse_partition_dir(name: str) -> tuple[str, int] | None:
     return topic, int(partition)
 
 
-def _write_topic_id(partition_dir: Path, topic_id: uuid.UUID) -> None:
-    write_atomically(partition_dir / PARTITION_METADATA_FILE, f"version: 0\ntopic_id: {encode_topic_id(topic_id)}\n")
+def _write_topic_id(partition_dir: Path, topic_id: uuid.UUID, *, sync_dir: bool = True) -> None:
+    write_atomically(partition_dir / PARTITION_METADATA_FILE, f"version: 0\ntopic_id: {encode_topic_id(topic_id)}\n",
+                     sync_dir=sync_dir)
 
 
 def read_topic_id(partition_dir: Path) -> uuid.UUID | None:
@@ -547,8 +574,9 @@ def read_topic_id(partition_dir: Path) -> uuid.UUID | None:
         return None
 
 
-def write_properties(partition_dir: Path, props: Mapping[str, str]) -> None:
-    write_atomically(partition_dir / TOPIC_PROPERTIES_FILE, "".join(f"{k}={v}\n" for k, v in sorted(props.items())))
+def write_properties(partition_dir: Path, props: Mapping[str, str], *, sync_dir: bool = True) -> None:
+    write_atomically(partition_dir / TOPIC_PROPERTIES_FILE, "".join(f"{k}={v}\n" for k, v in sorted(props.items())),
+                     sync_dir=sync_dir)
 
 
 def _read_properties(partition_dir: Path) -> dict[str, str]:

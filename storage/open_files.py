@@ -20,6 +20,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Protocol
 
+from logway.storage import fs
+
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_OPEN_SEGMENTS = 2048  # broker property log.max.open.segments
@@ -43,7 +45,7 @@ class LazyFile:
         with self._open_lock:
             opened = self._fd < 0 and not self._closed
             if opened:
-                self._fd = os.open(path, OPEN_FLAGS, 0o644)
+                self._fd = fs.open(path, OPEN_FLAGS, 0o644)
             return self._fd, opened
 
     def _close_fd(self, *, final: bool = False) -> None:

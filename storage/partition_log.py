@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
+import threading
 import time
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from logway.storage import fs
 from logway.storage.cleaner import CleanableRange, CleanerConfig, CompactionStats
 from logway.storage.compaction_swap import CompactionSwap
 from logway.storage.config import LogConfig
@@ -35,6 +36,7 @@ from logway.storage.errors import (
 from logway.storage.log_loader import LogLoader, rebuild_producer_state
 from logway.storage.log_validator import ValidBatch, convert_batches, validate_batches
 from logway.storage.producer_state import BatchMetadata, ProducerStateManager
+from logway.storage.retention import expired_segments
 from logway.storage.segment import BatchEntry, LogSegment, UndoFailed
 from logway.wire.batch import (
     NO_PRODUCER_ID,
@@ -117,16 +119,21 @@ class PartitionLog:
         cleaner_config: CleanerConfig | None = None,
         on_offline: Callable[[PartitionLog], None] | None = None,
         on_recovered: Callable[[int], None] | None = None,
+        on_flushed: Callable[[], None] | None = None,
     ) -> None:
         self.dir = Path(directory)
         self._on_offline = on_offline  # the log manager takes the whole log dir offline
+        self._on_flushed = on_flushed  # the log manager writes the recovery-point checkpoint soon after
+        self._flush_lock = threading.Lock()  # one flush of this log at a time (see `flush`)
         self.topic = topic
         self.partition = partition
         self.config = config
         self._clock = clock_ms or _wall_clock_ms
         self._producers = ProducerStateManager(self.dir)
         self._pending_deletes: list[tuple[int, LogSegment]] = []
-        self._dir_dirty = False
+        # Names created, renamed or removed in the directory since its last fsync (by the next flush). Recovery
+        # changes names (leftovers, truncated segments, txnindex files) and does not sync them.
+        self._dir_dirty = not clean_shutdown
         self._closed = False
         self._offline = False  # an I/O error that could not be undone: no more appends (Kafka's offline log dir)
         self.cleaner_config = cleaner_config or CleanerConfig()
@@ -138,6 +145,10 @@ class PartitionLog:
         self._log_start_offset = loaded.log_start_offset
         self._log_end_offset = loaded.log_end_offset
         self._recovery_point = loaded.recovery_point
+        # The high watermark waits for appends whose producer waits for their fsync (see `high_watermark`):
+        # the log end after the last such append, and the high watermark before it.
+        self._durable_mark = 0
+        self._visible = 0
         self._last_flush_ms = now
         self._aborted = loaded.aborted  # every segment's txnindex entries, by last offset (the ABORT marker)
         self.recovery_loss = loaded.loss  # what loading had to remove
@@ -158,19 +169,27 @@ class PartitionLog:
 
     @property
     def high_watermark(self) -> int:
-        """Single replica: everything appended is committed."""
-        return self._log_end_offset
+        """What consumers may read: every appended offset but the appends waiting for the fsync their producer
+        waits for (and those after them), as Kafka's append fsyncs before it moves the high watermark."""
+        end = self._log_end_offset
+        recovery_point = self._recovery_point
+        if recovery_point >= self._durable_mark:
+            return end
+        return max(min(recovery_point, end), self._visible)
 
     @property
     def last_stable_offset(self) -> int:
         """The first offset of the earliest ongoing transaction, else the high watermark (Kafka's LSO)."""
         first = self._producers.first_unstable_offset()
-        return self._log_end_offset if first is None else min(first, self._log_end_offset)
+        high = self.high_watermark
+        return high if first is None else min(first, high)
 
     def fetch_offsets(self) -> tuple[int, int, int]:
         """(high watermark, last stable offset, log start offset) in one call: a Fetch answers them for each of
         its partitions, hundreds per request, so this saves three property calls per partition."""
         end = self._log_end_offset
+        if self._recovery_point < self._durable_mark:
+            end = self.high_watermark
         first = self._producers.first_unstable_offset() if self._producers.ongoing else None
         return end, end if first is None else min(first, end), self._log_start_offset
 
@@ -202,7 +221,8 @@ class PartitionLog:
     # -- appending -----------------------------------------------------------------------------------
 
     def append(
-        self, buf: bytearray | memoryview, *, now_ms: int, leader_epoch: int = 0, coordinator: bool = False
+        self, buf: bytearray | memoryview, *, now_ms: int, leader_epoch: int = 0, coordinator: bool = False,
+        acks_all: bool = False,
     ) -> AppendResult:
         """Validate, convert, deduplicate, assign offsets in place and write the batches a producer sent.
 
@@ -211,6 +231,8 @@ class PartitionLog:
         they were (KAFKA_STORAGE_ERROR). A duplicate (an idempotent retry) writes nothing and
         returns the original offsets. ``coordinator``: a group coordinator's own write (Kafka's
         AppendOrigin.COORDINATOR): a transactional batch without sequence numbers, not checked against them.
+        ``acks_all``: the producer asked for acks=all, so with flush.acks.all.enable the append must be fsynced
+        before it is acknowledged (AppendResult.flush_needed).
         """
         view = self._append_buffer(buf)
         topic_partition = f"{self.topic}-{self.partition}"
@@ -228,9 +250,21 @@ class PartitionLog:
             self._log_end_offset - 1,
             now_ms if self.config.log_append_time else NO_TIMESTAMP,
             self._log_start_offset,
-            # flush.messages: the caller fsyncs (off the event loop) before answering the producer.
-            flush_needed=self._log_end_offset - self._recovery_point >= self.config.flush_messages,
+            flush_needed=self._flush_needed(first_offset, acks_all),
         )
+
+    def _flush_needed(self, first_offset: int, acks_all: bool) -> bool:
+        """Whether the append ending the log must be fsynced before it is acknowledged (by the caller, off the
+        event loop): flush.messages reached (Kafka's UnifiedLog.append flushes then) or flush.acks.all.enable
+        with acks=all. Until then the high watermark stays below the append."""
+        config = self.config
+        if self._log_end_offset - self._recovery_point < config.flush_messages and not (
+                acks_all and config.flush_acks_all):
+            return False
+        if self._recovery_point >= self._durable_mark:
+            self._visible = first_offset  # everything before this append was visible
+        self._durable_mark = self._log_end_offset
+        return True
 
     def _append_buffer(self, buf: bytearray | memoryview) -> memoryview:
         """The produced bytes as a writable byte view, if this log takes appends and they can fit a segment."""
@@ -370,9 +404,12 @@ class PartitionLog:
         self._write(view, [(0, len(view), offset, now_ms)], now_ms)
         self._aborted.end_transaction(self._producers, self._segments[-1].txn_index_path, producer_id, producer_epoch,
                                       commit, offset, replay=False)
+        if not commit:
+            self._dir_dirty = True  # the segment's txnindex may be new: its name is synced with the segment
         return AppendResult(
             offset, offset, now_ms if self.config.log_append_time else NO_TIMESTAMP, self._log_start_offset,
-            flush_needed=self._log_end_offset - self._recovery_point >= self.config.flush_messages,
+            # The coordinator's write is acks=all in Kafka (WriteTxnMarkers).
+            flush_needed=self._flush_needed(offset, True),
         )
 
     def aborted_transactions(self, fetch_offset: int, upper_offset: int) -> list[tuple[int, int]]:
@@ -426,7 +463,7 @@ class PartitionLog:
         """Whole batches from the one containing ``offset``, at most ``max_bytes`` (at least one if ``min_one``).
 
         The slice lies in one segment; a read that reaches a segment's end stops there and the
-        client fetches again from the next offset. ``offset == log_end_offset`` reads nothing.
+        client fetches again from the next offset. Nothing is read at or past the high watermark.
         ``max_offset`` (the last stable offset, for READ_COMMITTED) is a batch boundary the slice stops at.
         """
         segments, bases = self._segments, self._bases
@@ -436,7 +473,8 @@ class PartitionLog:
                 f"Offset {offset} is out of range for partition {self.topic}-{self.partition}: "
                 f"log start offset {start_offset}, log end offset {end_offset}"
             )
-        limit = end_offset if max_offset is None else min(max_offset, end_offset)
+        high = end_offset if self._recovery_point >= self._durable_mark else self.high_watermark
+        limit = high if max_offset is None else min(max_offset, high)
         if offset < limit:
             for seg in segments[max(0, bisect_right(bases, offset) - 1) :]:
                 found = seg.read(offset, max_bytes, min_one)
@@ -444,9 +482,9 @@ class PartitionLog:
                     position, size = found
                     if limit < seg.end_offset:
                         size = self._cut_at(seg, limit, position, size)
-                    return ReadResult(seg.fd, position, size, end_offset, start_offset)
+                    return ReadResult(seg.fd, position, size, high, start_offset)
         active = segments[-1]
-        return ReadResult(active.fd, active.size, 0, end_offset, start_offset)
+        return ReadResult(active.fd, active.size, 0, high, start_offset)
 
     def read_extent(self, offset: int, max_bytes: int) -> tuple[int, int, int] | None:
         """(fd, position, size): the file bytes `read` from ``offset`` will look at and send (within a page or
@@ -512,35 +550,53 @@ class PartitionLog:
 
     # -- durability ----------------------------------------------------------------------------------
 
-    def flush(self) -> None:
-        """fsync everything appended so far and advance the recovery point (safe from a worker thread)."""
-        if self._offline:
-            raise KafkaStorageError(f"log {self.topic}-{self.partition} is offline")
-        segments = self._segments
-        target = self._log_end_offset
-        recovery_point = self._recovery_point
-        try:
-            for seg in segments:
-                if (seg.end_offset > recovery_point or seg is segments[-1]) and not seg.closed:
-                    seg.flush()
-            if self._dir_dirty:
-                self._dir_dirty = False
-                fd = os.open(self.dir, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-        except OSError as e:
-            # A failed fsync cannot be undone or retried (the kernel may have dropped the dirty pages): Kafka
-            # takes the log dir offline.
-            self._take_offline(e)
-            raise KafkaStorageError(f"flush of {self.topic}-{self.partition} failed: {e}") from e
-        self._recovery_point = max(recovery_point, target)
-        self._last_flush_ms = self._clock()
+    def flush(self, *, full: bool = False) -> None:
+        """fsync what was appended so far and advance the recovery point (Kafka's UnifiedLog.flush); one flush of
+        a log at a time, from any thread, and one that finds its data synced by another makes no syscall.
+
+        The active segment's log is fsynced, its indexes are not (``full``: those too, at a clean shutdown):
+        recovery rebuilds them (storage.log_loader). A segment rolled since the last flush is fsynced whole
+        (log, indexes, txnindex), as loading trusts it; then the rolls' producer snapshots and the directory.
+        """
+        with self._flush_lock:
+            target = self._log_end_offset  # read first: the segments read next hold every offset below it
+            if self._offline:
+                raise KafkaStorageError(f"log {self.topic}-{self.partition} is offline")
+            segments = self._segments
+            try:
+                for seg in reversed(segments[:-1]):  # the segments rolled since the last flush end the tuple
+                    if seg.synced_whole:
+                        break
+                    if not seg.closed:  # a deleted segment's files are gone
+                        seg.flush()
+                    seg.synced_whole = True
+                active = segments[-1]
+                if (target > self._recovery_point or full) and not active.closed:
+                    active.flush(indexes=full)
+                self._producers.sync_snapshots()
+                if self._dir_dirty:
+                    self._dir_dirty = False
+                    fs.sync_dir(self.dir)
+            except OSError as e:
+                # A failed fsync cannot be undone or retried (the kernel may have dropped the dirty pages): Kafka
+                # takes the log dir offline.
+                self._take_offline(e)
+                raise KafkaStorageError(f"flush of {self.topic}-{self.partition} failed: {e}") from e
+            self._last_flush_ms = self._clock()
+            if target > self._recovery_point:
+                self._recovery_point = target
+                if self._on_flushed is not None:
+                    self._on_flushed()
 
     def has_unflushed(self) -> bool:
         """Whether appended data is not fsynced yet."""
         return self._log_end_offset > self._recovery_point
+
+    @property
+    def rolled_since_flush(self) -> bool:
+        """Whether a segment rolled since the last flush (Kafka flushes the log up to the new segment then)."""
+        segments = self._segments
+        return len(segments) > 1 and not segments[-2].synced_whole
 
     def truncate_to(self, offset: int) -> None:
         """Remove every batch whose last offset is >= ``offset`` (whole batches, as Kafka's truncateTo)."""
@@ -563,6 +619,8 @@ class PartitionLog:
             self._log_end_offset = self._segments[-1].end_offset
         self._log_start_offset = min(self._log_start_offset, self._log_end_offset)
         self._recovery_point = min(self._recovery_point, self._log_end_offset)
+        self._durable_mark = min(self._durable_mark, self._log_end_offset)
+        self._visible = min(self._visible, self._log_end_offset)
         self._compaction.truncated(self._log_end_offset)
         self._producers.delete_snapshots(above=self._log_end_offset)
         last = self._segments[-1]
@@ -573,39 +631,10 @@ class PartitionLog:
     # -- retention and deletion ---------------------------------------------------------------------
 
     def delete_old_segments(self, now_ms: int) -> int:
-        """Time then size retention, whole segments only, never the active one; returns how many went.
-
-        Time: a segment goes when now - its largest timestamp > retention.ms (seed 001; the file's
-        mtime when it has no timestamps, as Kafka). Size: oldest segments go while the log stays
-        at least retention.bytes large without them (Kafka's retentionSizeBreached rule).
-        """
-        cfg = self.config
-        segments = list(self._segments)
-        doomed: list[LogSegment] = []
-        # Kafka's deleteLogStartOffsetBreachedSegments, whatever the cleanup policy: a segment whose
-        # successor starts at or below the log start offset (moved by DeleteRecords) holds nothing readable.
-        reasons: list[str] = []  # what made segments go, for the log line
-        while len(segments) > 1 and segments[1].base_offset <= self._log_start_offset:
-            doomed.append(segments.pop(0))
-        if doomed:
-            reasons.append("the log start offset")
-        if not cfg.delete_enabled:
-            return self._drop_segments(doomed, segments, now_ms, reasons)
-        if cfg.retention_ms >= 0:
-            before = len(doomed)
-            while len(segments) > 1 and now_ms - _largest_timestamp(segments[0]) > cfg.retention_ms:
-                doomed.append(segments.pop(0))
-            if len(doomed) > before:
-                reasons.append(f"retention.ms={cfg.retention_ms}")
-        if cfg.retention_bytes >= 0:
-            before = len(doomed)
-            excess = sum(s.size for s in segments) - cfg.retention_bytes
-            while len(segments) > 1 and excess - segments[0].size >= 0:
-                excess -= segments[0].size
-                doomed.append(segments.pop(0))
-            if len(doomed) > before:
-                reasons.append(f"retention.bytes={cfg.retention_bytes}")
-        return self._drop_segments(doomed, segments, now_ms, reasons)
+        """Retention by the log start offset, time then size (storage.retention), whole segments only, never
+        the active one; returns how many went."""
+        doomed, kept, reasons = expired_segments(self._segments, self._log_start_offset, self.config, now_ms)
+        return self._drop_segments(doomed, kept, now_ms, reasons)
 
     def _drop_segments(self, doomed: list[LogSegment], segments: list[LogSegment], now_ms: int,
                        reasons: list[str]) -> int:
@@ -738,7 +767,7 @@ class PartitionLog:
         try:
             if not self._offline:
                 self._segments[-1].on_become_inactive()
-                self.flush()
+                self.flush(full=True)
                 self._producers.write_snapshot(self._log_end_offset, sync=True)
         except KafkaStorageError:
             pass  # flush took the log offline and said why
@@ -758,7 +787,7 @@ class PartitionLog:
 
     def rename_dir(self, directory: Path) -> None:
         """Move the partition directory (topic deletion); open descriptors keep working."""
-        os.replace(self.dir, directory)
+        fs.replace(self.dir, directory)
         self.dir = directory
         self._producers.dir = directory
         self._closed = True  # a log being deleted takes no more appends
@@ -766,13 +795,5 @@ class PartitionLog:
     def delete(self) -> None:
         """Close every file and remove the partition directory."""
         self._close_files()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        fs.rmtree(self.dir, ignore_errors=True)
 
-
-def _largest_timestamp(seg: LogSegment) -> int:
-    if seg.max_timestamp >= 0:
-        return seg.max_timestamp
-    try:
-        return int(os.stat(seg.log_path).st_mtime * 1000)
-    except OSError:
-        return 0

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import crc32c
 
+from logway.storage import fs
+from logway.storage.checkpoints import write_atomically
 from logway.storage.errors import InvalidProducerEpoch, OutOfOrderSequence
 
 NUM_BATCHES_TO_RETAIN = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
@@ -92,6 +94,7 @@ class ProducerStateManager:
         self.dir = directory
         self.producers: dict[int, ProducerEntry] = {}
         self.ongoing: dict[int, int] = {}  # producer id -> first offset of its ongoing transaction
+        self._unsynced: list[Path] = []  # snapshots written without an fsync (see write_snapshot)
 
     def check(self, batches: list[tuple[int, int, int, int]]) -> BatchMetadata | None:
         """Validate an append's idempotent batches ``(producerId, epoch, firstSeq, lastSeq)`` in order.
@@ -203,7 +206,13 @@ class ProducerStateManager:
         return self.dir / f"{offset:020d}{SNAPSHOT_SUFFIX}"
 
     def write_snapshot(self, offset: int, *, sync: bool) -> None:
-        """Write the state as of ``offset`` (the log end offset) atomically: temp file, then rename."""
+        """Write the state as of ``offset`` (the log end offset) atomically: temp file, then rename.
+
+        ``sync``: the file fsynced at once (a clean shutdown; its name needs no fsync of the directory: a start
+        that does not find it replays the log from an older snapshot). Otherwise (a segment roll, on the event
+        loop) the file is fsynced by the log's next flush (`sync_snapshots`), as Kafka flushes the snapshot of
+        a roll asynchronously; until then a crash may leave it empty or torn, and loading skips it (its CRC).
+        """
         parts = []
         for e in self.producers.values():
             parts.append(_PRODUCER.pack(e.producer_id, e.epoch, e.last_timestamp, e.current_txn_first_offset, len(e.batches)))
@@ -211,13 +220,31 @@ class ProducerStateManager:
         body = struct.pack(">i", len(self.producers)) + b"".join(parts)
         data = struct.pack(">hI", _VERSION, crc32c.crc32c(body)) + body
         path = self.snapshot_path(offset)
+        if sync:
+            write_atomically(path, data, sync_dir=False)
+            return
         tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            if sync:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
+        fd = fs.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        fs.replace(tmp, path)
+        self._unsynced.append(path)
+
+    def sync_snapshots(self) -> None:
+        """fsync the snapshots written since the last call without ``sync`` (a flush thread; the caller then
+        fsyncs the directory, for their names)."""
+        pending, self._unsynced = self._unsynced, []
+        for path in pending:
+            try:
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            except FileNotFoundError:
+                continue  # deleted meanwhile (retention, truncation)
+            try:
+                fs.fdatasync(fd)
+            finally:
+                os.close(fd)
 
     def load_snapshot(self, log_end_offset: int) -> int | None:
         """Load the newest valid snapshot at or below ``log_end_offset``; return its offset.
@@ -236,7 +263,7 @@ class ProducerStateManager:
                     self.ongoing = {pid: e.current_txn_first_offset for pid, e in producers.items()
                                     if e.current_txn_first_offset >= 0}
                     return offset
-            path.unlink(missing_ok=True)
+            fs.unlink(path, missing_ok=True)
         return None
 
     def delete_snapshots(self, *, below: int | None = None, above: int | None = None) -> None:
@@ -244,7 +271,7 @@ class ProducerStateManager:
         offsets = self.snapshot_offsets()
         for offset in offsets:
             if (below is not None and offset < below and offset != offsets[-1]) or (above is not None and offset > above):
-                self.snapshot_path(offset).unlink(missing_ok=True)
+                fs.unlink(self.snapshot_path(offset), missing_ok=True)
 
 
 def _parse_snapshot(data: bytes) -> dict[int, ProducerEntry] | None:

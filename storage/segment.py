@@ -13,6 +13,7 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
+from logway.storage import fs
 from logway.storage.config import LogConfig
 from logway.storage.errors import CorruptRecord, KafkaStorageError
 from logway.storage.offset_index import OffsetIndex
@@ -41,7 +42,6 @@ MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
 
 _NAV = struct.Struct(">qiibIhi")  # baseOffset .. lastOffsetDelta: enough to know a batch's offsets and size
 _PEEK = struct.Struct(">qiib")  # baseOffset, batchLength, partitionLeaderEpoch, magic
-_SCAN_PEEK = struct.Struct(">qi")  # baseOffset, batchLength (recovery: magic is checked on its own)
 _RECOVERY_CHUNK = 1 << 20
 
 
@@ -90,6 +90,9 @@ class LogSegment(LazyFile):
         self.roll_jitter_ms = random.randrange(config.segment_jitter_ms) if config.segment_jitter_ms > 0 else 0
         self.index_interval_bytes = config.index_interval_bytes
         self._bytes_since_index = 0
+        self.scanned_bytes = 0  # what the last `recover` read whole (CRC-checked)
+        # Inactive and fsynced whole, indexes and txnindex included (PartitionLog.flush syncs a rolled segment once).
+        self.synced_whole = False
 
     @property
     def fd(self) -> int:
@@ -181,30 +184,34 @@ class LogSegment(LazyFile):
         self._load_rolling_timestamp()
         return True
 
-    def recover(self) -> int:
+    def recover(self, durable_below: int = -1) -> int:
         """Rebuild both indexes from the log, checking every batch; truncate at the first invalid byte.
 
         A batch is valid when its length is sane and inside the file, its magic is 2, its CRC-32C
         matches and its offsets follow the previous batch (Kafka's LogSegment.recover; seed 003:
-        both a truncated tail and an appended garbage tail end the valid prefix). Returns the
-        number of bytes removed.
+        both a truncated tail and an appended garbage tail end the valid prefix). The batches below
+        ``durable_below`` (the recovery point: fsynced before the crash) are walked by their headers
+        and not read whole. Returns the number of bytes removed; `scanned_bytes` is what was read whole.
         """
         self.offset_index.reset()
         self.time_index.reset()
         self.max_timestamp = self.offset_of_max_timestamp = -1
         self._bytes_since_index = 0
         file_size = os.fstat(self.fd).st_size
-        valid = 0
+        valid = durable = 0
         previous_last = self.base_offset - 1
-        for pos, header in _scan_valid(self.fd, file_size):
+        for pos, header in _scan_valid(self.fd, file_size, durable_below):
             if header.base_offset <= previous_last or header.last_offset - self.base_offset > INT32_MAX:
                 break
             self._account(pos, header.size, header.last_offset, header.max_timestamp)
             previous_last = header.last_offset
             valid = pos + header.size
+            if header.last_offset < durable_below:
+                durable = valid
         if valid < file_size:
-            os.ftruncate(self.fd, valid)
+            fs.ftruncate(self.fd, valid)
         self.size = valid
+        self.scanned_bytes = file_size - durable
         self.end_offset = previous_last + 1
         self._load_rolling_timestamp()
         # The rebuilt entries go to the files now, as Kafka's recovery rewrites them: a later clean start loads them.
@@ -271,7 +278,7 @@ class LogSegment(LazyFile):
          self._bytes_since_index, index_entries, time_entries) = saved
         self.offset_index.truncate_entries(index_entries)
         self.time_index.truncate_entries(time_entries)
-        os.ftruncate(self.fd, self.size)
+        fs.ftruncate(self.fd, self.size)
 
     def _account(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
         """Index bookkeeping for one batch at ``position`` (Kafka's LogSegment.append loop)."""
@@ -498,31 +505,39 @@ class LogSegment(LazyFile):
         removed_base = self._read_header(position).base_offset
         self.time_index.truncate_to(removed_base)
         self.offset_index.truncate_to_position(position)
-        os.ftruncate(self.fd, position)
+        fs.ftruncate(self.fd, position)
         self.size = position
         if not self.load_tail():
             self.recover()
 
-    def flush(self) -> None:
-        """fsync the log and both indexes; a file not opened since loading has nothing unsynced from this process."""
+    def flush(self, *, indexes: bool = True) -> None:
+        """fsync the log file and, with ``indexes``, both indexes and the txnindex (Kafka's LogSegment.flush).
+
+        The log is appended to, so fdatasync(2) is enough: it writes the new size with the data, and only
+        mtime stays behind. A file not opened since loading has nothing unsynced from this process.
+        """
         fd = self._fd
-        if fd < 0 and self._evicted and not self._closed:
-            # Data written through a descriptor the open-files bound took: fsync the file through a new one.
-            self._evicted = False
+        if self._evicted and not self._closed:
+            # Data written through descriptors the open-files bound took: fsync the files through new ones (the
+            # indexes' when they are synced; until then the segment stays marked).
             try:
                 fd = self.fd
-                self.offset_index.fd, self.time_index.fd  # noqa: B018 - reopen so their flush syncs them too
+                if indexes:
+                    self.offset_index.fd, self.time_index.fd  # noqa: B018 - reopen so their flush syncs them too
+                    self._evicted = False
             except FileNotFoundError:  # renamed meanwhile: deleted, or replaced by an fsynced compaction output
                 return
         if fd >= 0:
-            os.fsync(fd)
-        self.offset_index.flush()
-        self.time_index.flush()
+            fs.fdatasync(fd)
+        if indexes:
+            self.offset_index.flush()
+            self.time_index.flush()
+            _sync_if_present(self.txn_index_path)
 
     def rename_for_delete(self) -> None:
         """Append ``.deleted`` to every file name; descriptors stay open for in-flight sendfile reads."""
         deleted = self.log_path.with_name(self.log_path.name + DELETED_SUFFIX)
-        os.replace(self.log_path, deleted)
+        fs.replace(self.log_path, deleted)
         self.log_path = deleted
         for index in (self.offset_index, self.time_index):
             index.rename(index.path.with_name(index.path.name + DELETED_SUFFIX))
@@ -538,7 +553,7 @@ class LogSegment(LazyFile):
             index.rename(index.path.with_name(_strip(index.path.name, self.suffix) + suffix))
         self.txn_index_path = _rename_if_present(self.txn_index_path, _strip(self.txn_index_path.name, self.suffix) + suffix)
         target = self.log_path.with_name(_strip(self.log_path.name, self.suffix) + suffix)
-        os.replace(self.log_path, target)
+        fs.replace(self.log_path, target)
         self.log_path = target
         self.suffix = suffix
 
@@ -546,7 +561,7 @@ class LogSegment(LazyFile):
         """Empty the segment and its indexes (a stray file left where a new segment must start)."""
         self.offset_index.reset()
         self.time_index.reset()
-        os.ftruncate(self.fd, 0)
+        fs.ftruncate(self.fd, 0)
         self.size = 0
         self.end_offset = self.base_offset
         self.max_timestamp = self.offset_of_max_timestamp = self.rolling_timestamp = -1
@@ -556,7 +571,7 @@ class LogSegment(LazyFile):
         """Close and unlink the files."""
         self.close()
         for path in (self.log_path, self.offset_index.path, self.time_index.path, self.txn_index_path):
-            path.unlink(missing_ok=True)
+            fs.unlink(path, missing_ok=True)
 
     def close(self) -> None:
         """Close all descriptors (idempotent)."""
@@ -566,11 +581,23 @@ class LogSegment(LazyFile):
         OPEN_SEGMENTS.forget(self)
 
 
+def _sync_if_present(path: Path) -> None:
+    """fsync a file that may not exist (a segment's txnindex, written only once a transaction aborted in it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return
+    try:
+        fs.fdatasync(fd)
+    finally:
+        os.close(fd)
+
+
 def _rename_if_present(path: Path, name: str) -> Path:
     """Rename a file that may not exist (a segment has a txnindex only once a transaction aborted in it)."""
     target = path.with_name(name)
     if path.exists():
-        os.replace(path, target)
+        fs.replace(path, target)
     return target
 
 
@@ -579,7 +606,7 @@ def _create(path: Path) -> int:
     try:
         return os.stat(path).st_size
     except FileNotFoundError:
-        os.close(os.open(path, OPEN_FLAGS, 0o644))
+        os.close(fs.open(path, OPEN_FLAGS, 0o644))
         return 0
 
 
@@ -587,8 +614,12 @@ def _strip(name: str, suffix: str) -> str:
     return name[: -len(suffix)] if suffix else name
 
 
-def _scan_valid(fd: int, file_size: int) -> Iterator[tuple[int, BatchHeader]]:
-    """Yield valid batches from the start of a log file, stopping silently at the first invalid one."""
+def _scan_valid(fd: int, file_size: int, durable_below: int = -1) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield valid batches from the start of a log file, stopping silently at the first invalid one.
+
+    A batch whose last offset is below ``durable_below`` was fsynced before the crash: its header is read
+    and its records are not (no CRC-32C), as for a segment below the recovery point.
+    """
     buf = b""
     buf_start = 0
     pos = 0
@@ -596,12 +627,16 @@ def _scan_valid(fd: int, file_size: int) -> Iterator[tuple[int, BatchHeader]]:
         if not (buf_start <= pos and pos + BATCH_HEADER_SIZE <= buf_start + len(buf)):
             buf, buf_start = os.pread(fd, _RECOVERY_CHUNK, pos), pos
         rel = pos - buf_start
-        if len(buf) - rel < LOG_OVERHEAD + 5 or buf[rel + MAGIC_POS] != MAGIC_V2:
+        if len(buf) - rel < BATCH_HEADER_SIZE or buf[rel + MAGIC_POS] != MAGIC_V2:
             return
-        _, length = _SCAN_PEEK.unpack_from(buf, rel)
-        size = length + LOG_OVERHEAD
-        if length < MIN_BATCH_LENGTH or pos + size > file_size:
+        header = parse_header(buf, rel)
+        size = header.size
+        if header.batch_length < MIN_BATCH_LENGTH or pos + size > file_size:
             return
+        if header.last_offset < durable_below and header.last_offset_delta >= 0:
+            yield pos, header
+            pos += size
+            continue
         if pos + size > buf_start + len(buf):
             buf, buf_start = os.pread(fd, max(size, _RECOVERY_CHUNK), pos), pos
             rel = 0

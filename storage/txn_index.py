@@ -19,6 +19,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from logway.storage import fs
+from logway.storage.checkpoints import write_atomically
+
 if TYPE_CHECKING:
     from logway.storage.producer_state import ProducerStateManager
 
@@ -55,8 +58,8 @@ def read_entries(path: Path) -> list[AbortedTxn]:
 
 
 def append_entry(path: Path, entry: AbortedTxn) -> None:
-    """Append one entry (Kafka appends on the ABORT marker's append; flushed with the segment's log)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    """Append one entry (Kafka appends on the ABORT marker's append; fsynced with its segment once it rolled)."""
+    fd = fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0), 0o644)
     try:
         os.write(fd, _pack(entry))
     finally:
@@ -64,13 +67,11 @@ def append_entry(path: Path, entry: AbortedTxn) -> None:
 
 
 def write_entries(path: Path, entries: list[AbortedTxn]) -> None:
-    """Replace the file's entries (after a truncation or compaction); no file when there are none."""
+    """Replace the file's entries durably (after a truncation or compaction); no file when there are none."""
     if not entries:
-        path.unlink(missing_ok=True)
+        fs.unlink(path, missing_ok=True)
         return
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(b"".join(_pack(e) for e in entries))
-    os.replace(tmp, path)
+    write_atomically(path, b"".join(_pack(e) for e in entries))
 
 
 def _marker_offset(entry: AbortedTxn) -> int:
@@ -123,7 +124,7 @@ class AbortedTxns:
 
     def with_markers_in(self, low: int, high: int) -> list[AbortedTxn]:
         """The entries whose ABORT marker lies in [low, high): a segment's txnindex."""
-        return [e for e in self._entries if low <= e.last_offset < high]
+        return [e for e in list(self._entries) if low <= e.last_offset < high]  # a copy: also read by the cleaner
 
     def by_producer(self) -> dict[int, list[tuple[int, int]]]:
         """Producer id -> (first, last) offsets of its aborted transactions (safe from a worker thread)."""

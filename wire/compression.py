@@ -16,19 +16,31 @@ gzip, lz4, zstd and uncompressed output equal the Java client's byte for byte. s
 has the same framing, but python-snappy's encoder (cramjam) may pick different matches than
 the C++ libsnappy inside snappy-java, so the compressed blocks can differ by a few bytes.
 
-Decompression is bounded by ``max_size`` so a small batch cannot expand without limit.
+Decompression is bounded by ``max_size`` so a small batch cannot expand without limit. Record data
+decompresses through `native` (wire/_decompress_scan.c: zlib, liblz4, libzstd, and libsnappy when
+it loads, into a reused buffer) when it is built, so the record check on append and every later
+read of a batch use the same decoder; otherwise through the Python bindings (`decompress_py`).
 """
 
 from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
+from typing import TypeVar
 
 import lz4.frame
 import snappy
 import zstandard
 
 from logway.wire.batch import CorruptBatch
+
+try:
+    from logway.wire import _decompress_scan as native
+except ImportError:  # built without liblz4/libzstd headers, or those libraries are missing at run time
+    native = None
+
+T = TypeVar("T")
 
 NONE = 0
 GZIP = 1
@@ -113,6 +125,14 @@ def decompress(codec: int, data: bytes | bytearray | memoryview, max_size: int =
 
     Raises DecompressedTooLarge when the output would exceed ``max_size`` bytes.
     """
+    if native is not None and codec in native.CODECS:
+        return call_native(native.decompress, codec, data, max_size)
+    return decompress_py(codec, data, max_size)
+
+
+def decompress_py(codec: int, data: bytes | bytearray | memoryview, max_size: int = DEFAULT_MAX_SIZE) -> bytes:
+    """`decompress` through the Python bindings (zlib, python-snappy, python-lz4, zstandard): for the codecs
+    `native` does not decode (all of them when it is not built)."""
     if codec == NONE:
         out = bytes(data)
     elif codec == GZIP:
@@ -128,6 +148,16 @@ def decompress(codec: int, data: bytes | bytearray | memoryview, max_size: int =
     if len(out) > max_size:
         raise DecompressedTooLarge(f"{CODEC_BY_CODE[codec]} data expands past {max_size} bytes")
     return out
+
+
+def call_native(function: Callable[..., T], *args: object) -> T:
+    """Call a function of `native`, its errors raised as DecompressionError and DecompressedTooLarge."""
+    try:
+        return function(*args)
+    except native.TooLarge as exc:
+        raise DecompressedTooLarge(str(exc)) from None
+    except native.DecompressError as exc:
+        raise DecompressionError(str(exc)) from None
 
 
 def _gzip_compress(data: bytes | bytearray | memoryview) -> bytes:

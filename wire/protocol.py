@@ -13,6 +13,7 @@ import datetime
 import io
 import struct
 import typing
+import uuid
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -99,12 +100,14 @@ def response_type(api_key: int, version: int) -> type:
 
 
 @cache
-def _reader(cls: type):
+def reader_for(cls: type):
+    """kio's reader of a message type (made once per type)."""
     return entity_reader(cls)
 
 
 @cache
-def _writer(cls: type):
+def writer_for(cls: type):
+    """kio's writer of a message type (made once per type)."""
     return entity_writer(cls)
 
 
@@ -143,7 +146,7 @@ def decode_body(api_key: int, version: int, frame: bytes | memoryview, pos: int)
     cls = request_type(api_key, version)
     check_body(cls, frame, pos)  # every declared length fits, before kio's reader allocates for it
     try:
-        body, size = _reader(cls)(frame, pos)
+        body, size = reader_for(cls)(frame, pos)
     except Exception as exc:  # kio raises a variety of errors on bad bytes
         raise MalformedRequest(f"cannot decode {cls.__name__} v{version}: {exc}") from exc
     return body
@@ -158,7 +161,7 @@ def response_header_bytes(api_key: int, version: int, correlation_id: int) -> by
 
 def encode_body(body: Any) -> bytes:
     out = io.BytesIO()
-    _writer(type(body))(out, body)
+    writer_for(type(body))(out, body)
     return out.getvalue()
 
 
@@ -170,42 +173,89 @@ def encode_response(api_key: int, version: int, correlation_id: int, body: Any) 
 
 # --- version-agnostic construction of kio message types ---------------------------------------
 
+_SCHEMA_DEFAULT = object()  # a field left out of the constructor call: the kio schema's default applies
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    name: str
+    hint: Any
+    kafka_type: str
+    entity: type | None  # the kio entity class of a nested field or array, else None
+    nullable: bool
+    default: Any  # what a missing field gets: _SCHEMA_DEFAULT or Kafka's error-response default
+
 
 @cache
-def _fields(cls: type) -> tuple[tuple[str, Any, dict, bool], ...]:
-    """(name, type hint, metadata, is a required array) for each field of a kio message type."""
+def _fields(cls: type) -> tuple[_Field, ...]:
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
-        hint = hints[f.name]
-        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        out.append((f.name, hint, dict(f.metadata), required and typing.get_origin(hint) is tuple))
+        hint, kafka_type = hints[f.name], f.metadata.get("kafka_type", "")
+        entity = field_entity_of(hint)
+        nullable = type(None) in typing.get_args(hint)
+        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
+            default = _SCHEMA_DEFAULT
+        else:
+            default = _error_default(hint, kafka_type, entity, nullable)
+        out.append(_Field(f.name, hint, kafka_type, entity, nullable, default))
     return tuple(out)
 
 
+def _error_default(hint: Any, kafka_type: str, entity: type | None, nullable: bool) -> Any:
+    """What a field its schema gives no default gets: what Kafka's error responses carry there (-1 for an
+    offset, id, epoch or count; 0 for a duration, as its generated classes start with)."""
+    if typing.get_origin(hint) is tuple:
+        return ()
+    if nullable:
+        return None
+    if entity is not None:
+        return build(entity, {})
+    if kafka_type == "error_code":
+        return ErrorCode.none
+    if kafka_type.startswith("int"):
+        return -1
+    if kafka_type.startswith("timedelta"):
+        return datetime.timedelta(0)
+    if kafka_type.startswith("datetime"):
+        return datetime.datetime.fromtimestamp(0, datetime.UTC)
+    return _ZERO.get(kafka_type)
+
+
+_ZERO = {"uint16": 0, "float64": 0.0, "string": "", "bool": False, "bytes": b"", "records": b"",
+         "uuid": uuid.UUID(int=0)}
+
+
 @cache
-def _entity_of(hint: Any) -> type | None:
-    """The kio entity class inside a hint like ``tuple[X, ...]``, ``X | None`` or ``X``."""
+def field_entity_of(hint: Any) -> type | None:
+    """The kio entity class inside a hint like ``tuple[X, ...]``, ``X | None`` or ``X`` (None for a scalar)."""
     if dataclasses.is_dataclass(hint):
         return hint
     for arg in typing.get_args(hint):
-        found = _entity_of(arg)
+        found = field_entity_of(arg)
         if found is not None:
             return found
     return None
 
 
-def _convert(value: Any, hint: Any, meta: dict) -> Any:
-    if value is None:
-        return None
-    kafka_type = meta.get("kafka_type", "")
+@cache
+def field_entity(cls: type, name: str) -> type:
+    """The kio entity class of ``cls``'s nested field or array ``name`` (e.g. a response's topic entries)."""
+    entity = field_entity_of(typing.get_type_hints(cls)[name])
+    if entity is None:
+        raise TypeError(f"{cls.__name__}.{name} holds no entities")
+    return entity
+
+
+def _convert(value: Any, field: _Field) -> Any:
+    kafka_type = field.kafka_type
     if kafka_type == "error_code" and not isinstance(value, ErrorCode):
         return ErrorCode(value)
     if kafka_type.startswith("timedelta") and isinstance(value, int):
         return datetime.timedelta(milliseconds=value)
     if kafka_type.startswith("datetime") and isinstance(value, int):
         return datetime.datetime.fromtimestamp(value / 1000, datetime.UTC)
-    entity = _entity_of(hint)
+    entity = field.entity
     if entity is None:
         return value
     if isinstance(value, dict):
@@ -216,15 +266,24 @@ def _convert(value: Any, hint: Any, meta: dict) -> Any:
 
 
 def build(cls: type, data: dict[str, Any]) -> Any:
-    """Make ``cls`` (a kio message type of some version) from a dict, nested dicts and lists included.
+    """Make ``cls`` (a kio message or entity type of some version) from a dict, nested dicts and lists included:
+    the one dict-to-kio builder, so one handler (or one error answer) serves every version of its API.
 
-    Keys the version does not have are dropped, fields the dict lacks take their schema default (arrays
-    without one are empty): one handler can then answer every version of its API.
+    Keys the version does not have are dropped. Plain values are converted where kio wants another type: an
+    int error code to ErrorCode, int milliseconds to a timedelta or (for timestamps, -1 included) a datetime.
+    A field the dict lacks, or gives None when it is not nullable, takes its default: the schema's default
+    where it has one, else that of Kafka's error responses: an empty array, null for a nullable field, an
+    entity built from {}, ErrorCode.none, -1 for a signed integer, 0 for uint16 and float64, "", False, b"",
+    the zero uuid, 0 for a duration and the epoch for a timestamp.
     """
     kwargs = {}
-    for name, hint, meta, required_array in _fields(cls):
-        if name in data:
-            kwargs[name] = _convert(data[name], hint, meta)
-        elif required_array:
-            kwargs[name] = ()
+    for field in _fields(cls):
+        value = data.get(field.name)
+        if value is None and (field.name not in data or not field.nullable):
+            if field.default is not _SCHEMA_DEFAULT:
+                kwargs[field.name] = field.default
+        elif value is not None:
+            kwargs[field.name] = _convert(value, field)
+        else:
+            kwargs[field.name] = None
     return cls(**kwargs)

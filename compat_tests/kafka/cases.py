@@ -507,8 +507,9 @@ def _describe(side: Side, v: int, rtype: int, name: str, keys: list[str] | None,
 
 
 # Kafka's storage format writes min.insync.replicas as a cluster-level dynamic default (source 3, KIP-966);
-# Logway has no dynamic configs. Accepted difference (KAFKA_DIFFERENCES.md): that entry is not compared.
-FORMAT_ARTEFACTS = frozenset({"min.insync.replicas"})
+# Logway has no dynamic configs. Logway also lists its own topic config flush.acks.all.enable (acks=all
+# acknowledged once fsynced), unknown to Kafka. Accepted differences (KAFKA_DIFFERENCES.md): not compared.
+FORMAT_ARTEFACTS = frozenset({"min.insync.replicas", "flush.acks.all.enable"})
 
 
 def _entries(resp: Any) -> Steps:

@@ -8,17 +8,25 @@ TRANSACTIONAL_ID WRITE, then GROUP READ.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.gateway.broker import now_ms
 from logway.gateway.groups import OFFSETS_TOPIC
 from logway.gateway.transactions import fenced_for_version
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.add_offsets_to_txn.v4.request import AddOffsetsToTxnRequest
+    from kio.schema.add_offsets_to_txn.v4.response import AddOffsetsToTxnResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 25
 MIN_VERSION = 0
 MAX_VERSION = 4
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
     broker = ctx.broker
     partition = broker.groups.coordinator.partition_for(request.group_id)
     service = broker.transactions

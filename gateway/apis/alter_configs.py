@@ -15,12 +15,18 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
-from logway.server.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.storage.config import LogConfig
 from logway.storage.errors import InvalidConfig
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.alter_configs.v2.request import AlterConfigsRequest
+    from kio.schema.alter_configs.v2.response import AlterConfigsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 33
 MIN_VERSION = 0
@@ -34,12 +40,11 @@ GROUP = 32
 Change = Callable[[Mapping[str, str]], dict[str, str]]
 
 
-async def alter_resource(ctx, resource_type: int, name: str, change: Change, validate_only: bool) -> None:
-    """Authorize, compute, validate and (unless validate_only) apply one resource's new overrides."""
+async def alter_resource(ctx: RequestContext, resource_type: int, name: str, change: Change,
+                         validate_only: bool) -> None:
+    """Compute, validate and (unless validate_only) apply one resource's new overrides."""
     broker = ctx.broker
     if resource_type == TOPIC:
-        if not ctx.authorized(Operation.ALTER_CONFIGS, ResourceType.TOPIC, name):
-            raise KafkaError("Topic authorization failed.", ErrorCode.topic_authorization_failed)
         if not name:  # Kafka's ControllerConfigurationValidator
             raise KafkaError("Default topic resources are not allowed.", ErrorCode.invalid_request)
 
@@ -57,8 +62,6 @@ async def alter_resource(ctx, resource_type: int, name: str, change: Change, val
 
         await broker.alter_topic_config(name, checked)
     elif resource_type == BROKER:
-        if not ctx.authorized(Operation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
-            raise KafkaError("Cluster authorization failed.", ErrorCode.cluster_authorization_failed)
         check_broker_name(name, broker.node_id)
 
         def checked_broker(current: dict[str, str]) -> dict[str, str] | None:
@@ -77,9 +80,8 @@ async def alter_resource(ctx, resource_type: int, name: str, change: Change, val
 
 
 def _alter_group(ctx, name: str, change: Change, validate_only: bool) -> None:
-    """A GROUP resource (Kafka 4): the group's config overrides, checked against GroupConfig's rules."""
-    if not ctx.authorized(Operation.ALTER_CONFIGS, ResourceType.GROUP, name):
-        raise KafkaError("Group authorization failed.", ErrorCode.group_authorization_failed)
+    """A GROUP resource (Kafka 4): the group's config overrides, checked against GroupConfig's rules (GROUP
+    ALTER_CONFIGS is request_acls' rule)."""
     configs = ctx.broker.group_configs
     new = change(dict(configs.overrides.get(name, {})))
     configs.check(new)
@@ -105,7 +107,8 @@ def duplicate_resources(resources) -> set[tuple[int, str]]:
     return {key for key, n in counts.items() if n > 1}
 
 
-async def resource_result(ctx, r, change: Change, validate_only: bool, duplicates: set[tuple[int, str]]) -> dict:
+async def resource_result(ctx: RequestContext, r, change: Change, validate_only: bool,
+                          duplicates: set[tuple[int, str]]) -> dict:
     """One resource's response entry: alter it, or the error Kafka gives."""
     result = {"error_code": ErrorCode.none, "error_message": None, "resource_type": r.resource_type,
               "resource_name": r.resource_name}
@@ -129,7 +132,7 @@ def _replace_with(configs) -> Change:
     return change
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
     duplicates = duplicate_resources(request.resources)
     responses = [await resource_result(ctx, r, _replace_with(r.configs), request.validate_only, duplicates)
                  for r in request.resources]

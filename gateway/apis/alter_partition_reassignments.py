@@ -10,8 +10,16 @@ factor cannot change here anyway. Needs ALTER on the cluster, else CLUSTER_AUTHO
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.alter_partition_reassignments.v1.request import AlterPartitionReassignmentsRequest
+    from kio.schema.alter_partition_reassignments.v1.response import AlterPartitionReassignmentsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 45
 MIN_VERSION = 0
@@ -40,7 +48,8 @@ def _check(broker, topic: str, partition: int, replicas) -> tuple[int, str | Non
     return ErrorCode.none, None
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext,
+                 request: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse:
     responses = []
     for t in request.topics:
         partitions = []

@@ -14,9 +14,15 @@ from __future__ import annotations
 import re
 import struct
 from functools import cache
+from typing import TYPE_CHECKING
 
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, encode_body, encode_response, response_header_bytes, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.api_versions.v4.request import ApiVersionsRequest
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 18
 MIN_VERSION = 0
@@ -27,7 +33,7 @@ _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 def _api_keys() -> list[dict]:
-    from logway.gateway.dispatch import supported_versions
+    from logway.gateway.apis.registry import supported_versions  # (the registry imports this module)
 
     return [{"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in supported_versions()]
 
@@ -37,7 +43,7 @@ def unsupported_version_response(correlation_id: int) -> bytes:
     return encode_response(API_KEY, 0, correlation_id, body)
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> list[bytes]:
     error = ErrorCode.none
     if ctx.version >= 3:
         name, version = request.client_software_name, request.client_software_version

@@ -10,6 +10,7 @@ to topics the principal may DESCRIBE, as Kafka's TopicRegexResolver filters them
 from __future__ import annotations
 
 from logway.coordinator.consumer_results import ConsumerHeartbeatRequest
+from logway.server.security.acl_decisions import may
 from logway.server.security.authorizer import Operation
 from logway.wire.protocol import build, response_type
 
@@ -26,10 +27,7 @@ async def handle(ctx, request):
     groups = ctx.broker.groups
     owned = request.topic_partitions
     regex = getattr(request, "subscribed_topic_regex", None)
-    topic_filter = None
-    if regex and ctx.realm.authorizer is not None:
-        def topic_filter(topic: str) -> bool:
-            return not ctx.denied_topics(Operation.DESCRIBE, [topic])
+    topic_filter = may(ctx.acl, Operation.DESCRIBE) if regex and ctx.authorizer is not None else None
     names = request.subscribed_topic_names
     result = await groups.call(groups.coordinator.consumer_group_heartbeat, request=ConsumerHeartbeatRequest(
         group_id=request.group_id,

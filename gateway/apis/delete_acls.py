@@ -8,16 +8,24 @@ AclControlManager.deleteAcls does), and the change is persisted before the answe
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.server.security.acl_bindings import binding_fields, request_filter
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.delete_acls.v3.request import DeleteAclsRequest
+    from kio.schema.delete_acls.v3.response import DeleteAclsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 31
 MIN_VERSION = 1
 MAX_VERSION = 3
 
 
-def _answer(ctx, results: list[dict]) -> object:
+def _answer(ctx: RequestContext, results: list[dict]) -> object:
     return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "filter_results": results})
 
 
@@ -25,9 +33,9 @@ def _failed(filters, error: ErrorCode, message: str | None) -> list[dict]:
     return [{"error_code": error, "error_message": message, "matching_acls": []} for _ in filters]
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: DeleteAclsRequest) -> DeleteAclsResponse:
     filters = [request_filter(f) for f in request.filters]
-    authorizer = ctx.realm.authorizer
+    authorizer = ctx.authorizer
     if authorizer is None:
         return _answer(ctx, _failed(filters, ErrorCode.security_disabled, "No Authorizer is configured."))
     results = []

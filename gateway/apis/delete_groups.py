@@ -5,14 +5,22 @@ Only empty groups can be deleted (NON_EMPTY_GROUP otherwise); their offsets go w
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
+    from kio.schema.delete_groups.v2.response import DeleteGroupsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 42
 MIN_VERSION = 0
 MAX_VERSION = 2
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
     groups = ctx.broker.groups
     result = await groups.call(groups.coordinator.delete_groups, group_ids=list(request.groups_names))
     return build(response_type(API_KEY, ctx.version), {

@@ -10,10 +10,18 @@ INVALID_TOPIC_EXCEPTION for an internal topic.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.gateway.apis.metadata import INTERNAL_TOPICS
 from logway.storage.errors import OffsetOutOfRange
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.delete_records.v2.request import DeleteRecordsRequest
+    from kio.schema.delete_records.v2.response import DeleteRecordsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 21
 MIN_VERSION = 0
@@ -33,7 +41,7 @@ def _delete(broker, topic: str, partition: int, offset: int) -> int:
     return plog.delete_records_before(offset)
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
     broker = ctx.broker
     topics = []
     for t in request.topics:

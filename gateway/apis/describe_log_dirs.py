@@ -13,9 +13,16 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.describe_log_dirs.v5.request import DescribeLogDirsRequest
+    from kio.schema.describe_log_dirs.v5.response import DescribeLogDirsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 35
 MIN_VERSION = 1
@@ -68,7 +75,7 @@ def _results(broker, wanted: dict[str, set[int] | None]) -> list[dict]:
     return results
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     response = response_type(API_KEY, ctx.version)
     results = _results(ctx.broker, _wanted(ctx.broker, request.topics))
     return build(response, {"throttle_time": 0, "error_code": ErrorCode.none, "results": results})

@@ -9,16 +9,24 @@ UNKNOWN_TOPIC_OR_PARTITION for a partition this broker does not have.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.storage.errors import UnknownTopicOrPartition
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.describe_producers.v0.request import DescribeProducersRequest
+    from kio.schema.describe_producers.v0.response import DescribeProducersResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 61
 MIN_VERSION = 0
 MAX_VERSION = 0
 
 
-def _partition(ctx, topic: str, index: int) -> dict:
+def _partition(ctx: RequestContext, topic: str, index: int) -> dict:
     out = {"partition_index": index, "error_code": ErrorCode.none, "error_message": None, "active_producers": []}
     try:
         plog = ctx.broker.partition(topic, index)
@@ -32,7 +40,7 @@ def _partition(ctx, topic: str, index: int) -> dict:
     return out
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: DescribeProducersRequest) -> DescribeProducersResponse:
     topics = [{"name": t.name, "partitions": [_partition(ctx, t.name, p) for p in t.partition_indexes]}
               for t in request.topics]
     return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "topics": topics})

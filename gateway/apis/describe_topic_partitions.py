@@ -8,19 +8,27 @@ DescribeTopicPartitionsRequestHandler and KRaftMetadataCache.getTopicMetadataFor
 ``next_cursor`` names the first partition left out; a request ``cursor`` starts there (topics named before
 it are skipped). A cursor topic missing from the named topics, or a negative cursor partition, is
 INVALID_REQUEST for every topic. Named topics: UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION for an
-illegal name, TOPIC_AUTHORIZATION_FAILED without DESCRIBE (listed last, as Kafka).
+illegal name. Under ACLs request_acls serves only the topics the principal may DESCRIBE and lists the others
+last with TOPIC_AUTHORIZATION_FAILED, as Kafka.
 """
 
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING
 
 from logway.gateway.apis.metadata import INTERNAL_TOPICS
-from logway.server.security.authorizer import Operation, ResourceType
+from logway.server.security.authorizer import ResourceType
 from logway.storage.errors import InvalidTopic
 from logway.storage.topic import validate_topic_name
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.describe_topic_partitions.v0.request import DescribeTopicPartitionsRequest
+    from kio.schema.describe_topic_partitions.v0.response import DescribeTopicPartitionsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 75
 MIN_VERSION = 0
@@ -72,12 +80,18 @@ def _page(broker, names: list[str], cursor, limit: int, all_topics: bool) -> tup
     return out, None
 
 
-async def handle(ctx, request):
+def _listed(ctx: RequestContext) -> list[str]:
+    """Every topic, or under ACLs those the principal may see (paged after filtering, as Kafka)."""
+    visible = ctx.decision.visible if ctx.decision is not None else None
+    return [name for name in ctx.broker.logs.topics if visible is None or visible(name)]
+
+
+async def handle(ctx: RequestContext, request: DescribeTopicPartitionsRequest) -> DescribeTopicPartitionsResponse:
     broker = ctx.broker
     cursor = request.cursor
     start_name = cursor.topic_name if cursor is not None else ""
     all_topics = not request.topics
-    requested = list(broker.logs.topics) if all_topics else [t.name for t in request.topics]
+    requested = _listed(ctx) if all_topics else [t.name for t in request.topics]
     names = sorted({n for n in requested if n >= start_name})
     problem = None
     if not all_topics and cursor is not None and cursor.topic_name not in names:
@@ -87,12 +101,8 @@ async def handle(ctx, request):
     if problem is not None:  # KafkaApis answers the request's getErrorResponse: every topic gets the error
         topics = [_topic(t.name, ErrorCode.invalid_request) for t in request.topics]
         return build(response_type(API_KEY, 0), {"throttle_time": 0, "topics": topics, "next_cursor": None})
-    denied = ctx.denied_topics(Operation.DESCRIBE, names)
-    allowed = [n for n in names if n not in denied]
     limit = max(min(MAX_PARTITIONS, request.response_partition_limit), 1)
-    topics, next_cursor = _page(broker, allowed, cursor, limit, all_topics)
+    topics, next_cursor = _page(broker, names, cursor, limit, all_topics)
     for entry in topics:
         entry["topic_authorized_operations"] = ctx.authorized_operations(ResourceType.TOPIC, entry["name"])
-    if not all_topics:
-        topics += [_topic(n, ErrorCode.topic_authorization_failed) for n in names if n in denied]
     return build(response_type(API_KEY, 0), {"throttle_time": 0, "topics": topics, "next_cursor": next_cursor})

@@ -9,8 +9,16 @@ TRANSACTIONAL_ID_NOT_FOUND for an unknown id; topics the principal may not DESCR
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
+    from kio.schema.describe_transactions.v0.response import DescribeTransactionsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 65
 MIN_VERSION = 0
@@ -20,7 +28,7 @@ _EMPTY = {"transaction_state": "", "transaction_timeout": 0, "transaction_start_
           "producer_epoch": -1, "topics": []}
 
 
-def _describe(ctx, tid: str) -> dict:
+def _describe(ctx: RequestContext, tid: str) -> dict:
     coordinator = ctx.broker.transactions.coordinator
     if coordinator.partition_for(tid) in coordinator.loading:
         return {"transactional_id": tid, "error_code": ErrorCode.coordinator_load_in_progress, **_EMPTY}
@@ -38,6 +46,6 @@ def _describe(ctx, tid: str) -> dict:
     }
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
     states = [_describe(ctx, tid) for tid in request.transactional_ids]
     return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "transaction_states": states})

@@ -10,8 +10,16 @@ v2: flexible. Needs ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.elect_leaders.v2.request import ElectLeadersRequest
+    from kio.schema.elect_leaders.v2.response import ElectLeadersResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 43
 MIN_VERSION = 0
@@ -32,7 +40,7 @@ def _partition_result(broker, topic: str, partition: int, error: int | None, mes
     return {"partition_id": partition, "error_code": error, "error_message": message}
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
     broker = ctx.broker
     election_type = getattr(request, "election_type", PREFERRED)
     top, error, message = ErrorCode.none, None, None

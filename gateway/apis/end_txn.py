@@ -13,16 +13,24 @@ TRANSACTIONAL_ID WRITE, as KafkaApis.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.gateway.broker import now_ms
 from logway.gateway.transactions import fenced_for_version
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.end_txn.v4.request import EndTxnRequest
+    from kio.schema.end_txn.v4.response import EndTxnResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 26
 MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
     service = ctx.broker.transactions
     if ctx.version >= 5:
         result = service.coordinator.end_txn_v2(request.transactional_id, request.producer_id,

@@ -8,8 +8,16 @@ INVALID_REQUEST and no node, as Kafka's KafkaApis.handleFindCoordinatorRequest a
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
+    from kio.schema.find_coordinator.v6.response import FindCoordinatorResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 10
 MIN_VERSION = 0
@@ -19,7 +27,7 @@ GROUP, TRANSACTION = 0, 1
 _NO_NODE = {"node_id": -1, "host": "", "port": -1, "error_code": ErrorCode.invalid_request}
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
     broker = ctx.broker
     adv = ctx.advertised
     node = {"node_id": broker.node_id, "host": adv.host or "127.0.0.1", "port": adv.port,

@@ -5,14 +5,22 @@ REBALANCE_IN_PROGRESS tells the member to rejoin.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.heartbeat.v4.request import HeartbeatRequest
+    from kio.schema.heartbeat.v4.response import HeartbeatResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 12
 MIN_VERSION = 0
 MAX_VERSION = 4
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
     groups = ctx.broker.groups
     result = await groups.call(
         groups.coordinator.heartbeat,

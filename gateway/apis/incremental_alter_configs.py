@@ -13,12 +13,19 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from logway.gateway.apis.alter_configs import BROKER, Change, duplicate_resources, resource_result
 from logway.gateway.broker_config_types import KAFKA_BROKER_CONFIGS
 from logway.storage.config import LogConfig
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
+    from kio.schema.incremental_alter_configs.v1.response import IncrementalAlterConfigsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 44
 MIN_VERSION = 0
@@ -29,7 +36,7 @@ _LIST_KEYS = frozenset(f.metadata["name"] for f in dataclasses.fields(LogConfig)
 _BROKER_LIST_KEYS = frozenset(k for k, t in KAFKA_BROKER_CONFIGS.items() if t.kind == "LIST")
 
 
-def _current_list(ctx, resource_type: int, current: Mapping[str, str], key: str) -> list[str]:
+def _current_list(ctx: RequestContext, resource_type: int, current: Mapping[str, str], key: str) -> list[str]:
     """A list config's value now: the override, else the broker's default for topics, else Kafka's default for
     a broker level (ConfigAdminManager.prepareIncrementalConfigs)."""
     raw = current.get(key)
@@ -41,7 +48,7 @@ def _current_list(ctx, resource_type: int, current: Mapping[str, str], key: str)
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
-def _incremental(ctx, resource_type: int, configs) -> Change:
+def _incremental(ctx: RequestContext, resource_type: int, configs) -> Change:
     list_keys = _BROKER_LIST_KEYS if resource_type == BROKER else _LIST_KEYS
 
     def change(current: Mapping[str, str]) -> dict[str, str]:
@@ -75,7 +82,7 @@ def _incremental(ctx, resource_type: int, configs) -> Change:
     return change
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
     duplicates = duplicate_resources(request.resources)
     responses = [await resource_result(ctx, r, _incremental(ctx, r.resource_type, r.configs), request.validate_only, duplicates)
                  for r in request.resources]

@@ -8,15 +8,23 @@ The answer waits until the rebalance completes (GroupService.call).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.coordinator.results import JoinGroupRequest
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.join_group.v9.request import JoinGroupRequest
+    from kio.schema.join_group.v9.response import JoinGroupResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 11
 MIN_VERSION = 0
 MAX_VERSION = 9
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
     groups = ctx.broker.groups
     session_timeout = int(request.session_timeout.total_seconds() * 1000)
     rebalance = getattr(request, "rebalance_timeout", None)

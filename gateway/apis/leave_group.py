@@ -6,15 +6,23 @@ members by member id or group_instance_id (KIP-345), per-member errors; v4: flex
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.coordinator.results import MemberIdentity
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.leave_group.v5.request import LeaveGroupRequest
+    from kio.schema.leave_group.v5.response import LeaveGroupResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 13
 MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
     groups = ctx.broker.groups
     if ctx.version >= 3:
         members = [MemberIdentity(m.member_id, m.group_instance_id) for m in request.members]

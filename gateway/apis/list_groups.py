@@ -3,14 +3,22 @@ types_filter and group_type (KIP-848: "classic" or "consumer")."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.list_groups.v5.request import ListGroupsRequest
+    from kio.schema.list_groups.v5.response import ListGroupsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 16
 MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     groups = ctx.broker.groups
     result = await groups.call(
         groups.coordinator.list_groups,

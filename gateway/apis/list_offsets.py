@@ -14,10 +14,17 @@ KafkaApis.handleListOffsetRequest does); the other partitions are answered.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from logway.storage.errors import UnknownTopicOrPartition
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.list_offsets.v8.request import ListOffsetsRequest
+    from kio.schema.list_offsets.v8.response import ListOffsetsResponse
+
+    from logway.gateway.context import RequestContext
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +55,7 @@ def _lookup(plog, timestamp: int, read_committed: bool) -> tuple[int, int]:
     return found
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     broker = ctx.broker
     topics_out = []
     for topic in request.topics:

@@ -12,17 +12,24 @@ from __future__ import annotations
 
 import re
 import time
+from typing import TYPE_CHECKING
 
 from logway.coordinator.txn_metadata import STATE_BY_NAME
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.list_transactions.v2.request import ListTransactionsRequest
+    from kio.schema.list_transactions.v2.response import ListTransactionsResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 66
 MIN_VERSION = 0
 MAX_VERSION = 2
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: ListTransactionsRequest) -> ListTransactionsResponse:
     coordinator = ctx.broker.transactions.coordinator
     body = {"throttle_time": 0, "error_code": ErrorCode.none, "unknown_state_filters": [], "transaction_states": []}
     unknown = [s for s in request.state_filters if s not in STATE_BY_NAME]

@@ -11,9 +11,17 @@ The answer goes out after the commit is appended to __consumer_offsets.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.coordinator.results import CommitOffset
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.offset_commit.v9.request import OffsetCommitRequest
+    from kio.schema.offset_commit.v9.response import OffsetCommitResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 8
 MIN_VERSION = 2
@@ -38,7 +46,7 @@ def offsets_to_commit(broker, topics) -> tuple[list[CommitOffset], dict[tuple[st
     return offsets, errors
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
     broker = ctx.broker
     groups = broker.groups
     offsets, errors = offsets_to_commit(broker, request.topics)

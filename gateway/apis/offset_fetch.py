@@ -8,7 +8,15 @@ its current epoch, else STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID for the group; un
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.offset_fetch.v9.request import OffsetFetchRequest
+    from kio.schema.offset_fetch.v9.response import OffsetFetchResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 9
 MIN_VERSION = 1
@@ -25,8 +33,8 @@ def _topics(result) -> list[dict]:
     return [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
 
 
-async def _fetch(ctx, group_id: str, topics, require_stable: bool = False, member: tuple[str | None, int] = (None, -1),
-                 ) -> tuple[list[dict], int]:
+async def _fetch(ctx: RequestContext, group_id: str, topics, require_stable: bool = False,
+                 member: tuple[str | None, int] = (None, -1)) -> tuple[list[dict], int]:
     """One group's committed offsets as (topics, error code); the ACL checks (GROUP DESCRIBE, TOPIC DESCRIBE)
     are the shared ones dispatch applies (server/security/request_acls.py)."""
     groups = ctx.broker.groups
@@ -36,7 +44,7 @@ async def _fetch(ctx, group_id: str, topics, require_stable: bool = False, membe
     return _topics(result), result.error_code
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     if ctx.version >= 8:
         out = []
         for g in request.groups:

@@ -9,9 +9,17 @@ v2: current_leader_epoch; v3: replica_id; v4: flexible.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.storage.errors import UnknownTopicOrPartition
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.offset_for_leader_epoch.v4.request import OffsetForLeaderEpochRequest
+    from kio.schema.offset_for_leader_epoch.v4.response import OffsetForLeaderEpochResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 23
 MIN_VERSION = 2
@@ -31,7 +39,7 @@ def _answer(plog, p) -> dict:
     return out
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
     topics = []
     for t in request.topics:
         partitions = []

@@ -5,7 +5,8 @@ per partition (ProduceRequest.validateRecords); every record of it is read befor
 v5: log_start_offset in the response; v8: record_errors (a refused batch names its offending records by index,
 as Kafka's RecordValidationException: keyless records on a compacted topic, timestamps out of range) + error_message; v9: flexible; v10/v11: the
 current_leader / node_endpoints tagged fields for NOT_LEADER errors (never sent: we are every leader).
-acks 0, 1 and -1 are accepted (one replica: -1 is answered as soon as the leader has it, like acks=1);
+acks 0, 1 and -1 are accepted (one replica: -1 is answered as soon as the leader has it, like acks=1, unless
+flush.acks.all.enable makes it wait for the fsync; flush.messages reached makes every acks wait, as in Kafka);
 any other value gets INVALID_REQUIRED_ACKS. With acks=0 nothing is answered, and a failed append closes
 the connection, which is how Kafka tells an acks=0 producer that something went wrong.
 The request is decoded by wire.produce without copying the records (the log patches offsets into the
@@ -22,12 +23,15 @@ from __future__ import annotations
 
 import logging
 import struct
+from typing import TYPE_CHECKING
 
 import trio
 
 from logway.gateway.broker import now_ms
+from logway.gateway.group_commit import Flush
 from logway.gateway.metrics.stats import BrokerStats
-from logway.server.security.authorizer import Operation, ResourceType
+from logway.server.connection import Deferred
+from logway.server.security.request_acls import ProduceDenials, produce_denials
 from logway.storage.errors import RecordErrors, UnknownTopicOrPartition
 from logway.wire.batch import (
     ATTRIBUTES_POS,
@@ -35,12 +39,22 @@ from logway.wire.batch import (
     LOG_OVERHEAD,
     MAGIC_POS,
     MAGIC_V2,
+    PRODUCER_ID_POS,
     TRANSACTIONAL_MASK,
     parse_header,
 )
 from logway.wire.errors import ErrorCode, KafkaError
-from logway.wire.produce import ProducePartitionResult, decode_produce_request, encode_produce_response
+from logway.wire.produce import (
+    ProducePartition,
+    ProducePartitionResult,
+    ProduceRequest,
+    decode_produce_request,
+    encode_produce_response,
+)
 from logway.wire.protocol import MalformedRequest
+
+if TYPE_CHECKING:
+    from logway.gateway.context import RequestContext
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +65,7 @@ RAW = True
 _MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0: the smallest batch length Kafka's iterator accepts
 _LENGTH = struct.Struct(">i")
 _MAGIC = struct.Struct(">b")
+_I64 = struct.Struct(">q")
 
 
 def _check_one_v2_batch(records: memoryview | None, version: int) -> None:
@@ -90,17 +105,17 @@ _VERIFY_ERRORS = {ErrorCode.coordinator_load_in_progress: ErrorCode.not_enough_r
                   ErrorCode.producer_fenced: ErrorCode.invalid_producer_epoch}
 
 
-def _check_transactional(ctx, transactional_id: str | None, topic: str, index: int, records: memoryview,
-                         version: int) -> bool:
-    """A transactional batch: its transactional id authorized and the partition in its ongoing transaction, or,
-    from v12 (transaction version 2), added to it now. True when that wrote to __transaction_state."""
+def _check_transactional(ctx: RequestContext, transactional_id: str | None, id_denied: bool, topic: str, index: int,
+                         records: memoryview) -> bool:
+    """A transactional batch: the request's transactional id present and authorized, the partition in its ongoing
+    transaction or, from v12 (transaction version 2), added to it now. True when that wrote to __transaction_state."""
     if not records[ATTRIBUTES_POS + 1] & TRANSACTIONAL_MASK:  # one byte read on the hot path
         return False
     header = parse_header(records)
-    if transactional_id is None or not ctx.authorized(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+    if transactional_id is None or id_denied:
         raise KafkaError("Transactional records need an authorized transactional id",
                          ErrorCode.transactional_id_authorization_failed)
-    coordinator = ctx.broker.transactions.coordinator
+    coordinator, version = ctx.broker.transactions.coordinator, ctx.version
     if version >= 12:
         error = coordinator.add_partitions(transactional_id, header.producer_id, header.producer_epoch,
                                            [(topic, index)], now_ms(), client_version=2)
@@ -115,81 +130,147 @@ def _check_transactional(ctx, transactional_id: str | None, topic: str, index: i
     return version >= 12
 
 
-async def _flush(ctx, plog, transaction_written: bool) -> None:
-    """flush.messages reached: Kafka flushes before acknowledging; fsync runs off the event loop. A failed
-    fsync takes the log offline and answers KAFKA_STORAGE_ERROR (KafkaStorageError). Responses held for
-    pipelined requests (gateway.connection) go out first: they need no fsync. A partition added to a
-    transaction here (v12) has its __transaction_state write flushed under the same policy."""
-    await ctx.connection.send_held()
-    if transaction_written:
-        await ctx.broker.transactions.flush_pending()
-    if plog is not None:
-        await trio.to_thread.run_sync(plog.flush)
+def _check_producer_owner(ctx: RequestContext, records: memoryview | None) -> None:
+    """Under ACLs, where principals are many: a batch's producer id must be one this principal was handed (or one
+    nobody holds here: trust on first use, server/security/ownership.py), so no principal writes into another's
+    sequence. Without an authorizer every client is alike, as in Kafka: not checked."""
+    if records is None or len(records) < PRODUCER_ID_POS + 8:
+        return
+    (producer_id,) = _I64.unpack_from(records, PRODUCER_ID_POS)
+    if producer_id >= 0 and not ctx.broker.producer_owners.claim(producer_id, ctx.owner):
+        raise KafkaError(f"producer id {producer_id} was not issued to {ctx.principal}",
+                         ErrorCode.invalid_producer_id_mapping)
 
 
-async def handle(ctx, _request):
-    version = ctx.header.api_version
-    request = decode_produce_request(ctx.frame, ctx.body_pos, version)
+def _denials(ctx: RequestContext, request: ProduceRequest) -> ProduceDenials | None:
+    """KafkaApis.handleProduceRequest's ACL checks (request_acls, by name); None without an authorizer."""
+    if ctx.connection.realm.authorizer is None:
+        return None
+    return produce_denials(ctx.acl, request.transactional_id, (t.name or "" for t in request.topics))
+
+
+async def _append_topic(ctx: RequestContext, request: ProduceRequest, id_denied: bool, topic: str,
+                        partitions: list[ProducePartition], now: int, failures: list,
+                        durable: list) -> list[ProducePartitionResult]:
+    """Each partition's batch checked and appended: their results (the failures also noted in ``failures``, the
+    appends to fsync before answering in ``durable``: the log, this topic's results, the index of its result)."""
     broker = ctx.broker
-    acks = request.acks
+    version = ctx.header.api_version
+    out = []
+    for part in partitions:
+        try:
+            _check_one_v2_batch(part.records, version)
+            added = _check_transactional(ctx, request.transactional_id, id_denied, topic, part.index, part.records)
+            if ctx.connection.realm.authorizer is not None:
+                _check_producer_owner(ctx, part.records)
+            plog = broker.partition(topic, part.index)
+            plog.counters.produce_requests += 1
+            result = plog.append(part.records, now_ms=now, acks_all=request.acks == -1)
+        except UnknownTopicOrPartition as exc:
+            failures.append((topic, part.index, exc))
+            out.append(ProducePartitionResult(part.index, exc.error_code))
+            continue
+        except RecordErrors as exc:
+            failures.append((topic, part.index, exc))
+            out.append(await _record_errors(ctx, part.index, exc))
+            continue
+        except KafkaError as exc:
+            failures.append((topic, part.index, exc))
+            _count_failure(broker.stats, exc)
+            out.append(ProducePartitionResult(part.index, exc.error_code, error_message=str(exc)))
+            continue
+        if not result.duplicate:
+            # Kafka's BytesInPerSec / MessagesInPerSec: what was appended (ReplicaManager.appendToLocalLog).
+            plog.counters.bytes_in += len(part.records)
+            plog.counters.messages_in += result.last_offset - result.base_offset + 1
+        out.append(ProducePartitionResult(part.index, ErrorCode.none, result.base_offset, result.log_append_time_ms,
+                                          result.log_start_offset))
+        if result.flush_needed:  # fsynced before the answer; the group commit then wakes the fetches
+            durable.append((plog, out, len(out) - 1))
+        elif not result.duplicate:
+            broker.notify_append(topic, part.index)
+        if added:  # v12: the partition's place in the transaction is as durable as the append it answers
+            durable += [(txn_log, out, len(out) - 1) for txn_log in broker.transactions.take_unflushed()]
+    return out
+
+
+async def _record_errors(ctx: RequestContext, index: int, exc: RecordErrors) -> ProducePartitionResult:
+    """A refused batch's result; v8+ names the offending records, off the event loop (it reads every record)."""
+    named = ()
+    if ctx.version >= 8:
+        await ctx.connection.send_held()
+        named = await trio.to_thread.run_sync(exc.name_records)
+    return ProducePartitionResult(index, exc.error_code, error_message=exc.message_with(named), record_errors=named)
+
+
+def _refused(name: str, partitions: list[ProducePartition], failures: list) -> list[ProducePartitionResult]:
+    """A topic without TOPIC WRITE: each partition TOPIC_AUTHORIZATION_FAILED (a failure for acks=0 too)."""
+    exc = KafkaError(f"Not authorized to access topics: [{name}]", ErrorCode.topic_authorization_failed)
+    failures += [(name, part.index, exc) for part in partitions]
+    return [ProducePartitionResult(part.index, exc.error_code) for part in partitions]
+
+
+async def handle(ctx: RequestContext, request: None) -> list[bytes] | None:
+    """Decode the request (records stay views of the frame), append each partition's batch, answer."""
+    version = ctx.header.api_version
+    produce = decode_produce_request(ctx.frame, ctx.body_pos, version)
+    acks = produce.acks
+    denials = _denials(ctx, produce)
+    id_denied = denials is not None and denials.transactional_id
     topics_out = []
-    failures = []
+    failures: list[tuple[str, int, Exception]] = []
+    durable: list = []  # appends to fsync before answering (see _append_topic)
     now = now_ms()
-    # KafkaApis.handleProduceRequest: TOPIC WRITE per topic, else TOPIC_AUTHORIZATION_FAILED for its partitions.
-    denied = None
-    if ctx.realm.authorizer is not None:
-        denied = ctx.denied_topics(Operation.WRITE, (t.name or "" for t in request.topics))
-    for topic in request.topics:
+    for topic in produce.topics:
         name = topic.name or ""
-        partitions_out = []
-        for part in topic.partitions:
-            if denied and name in denied:
-                exc = KafkaError(f"Not authorized to access topics: [{name}]", ErrorCode.topic_authorization_failed)
-                partitions_out.append(ProducePartitionResult(part.index, exc.error_code))
-                failures.append((name, part.index, exc))
-                continue
-            if acks not in (0, 1, -1):
-                partitions_out.append(ProducePartitionResult(part.index, ErrorCode.invalid_required_acks))
-                continue
-            try:
-                _check_one_v2_batch(part.records, version)
-                added = _check_transactional(ctx, request.transactional_id, name, part.index, part.records, version)
-                plog = broker.partition(name, part.index)
-                plog.counters.produce_requests += 1
-                result = plog.append(part.records, now_ms=now)
-                if result.flush_needed or added:
-                    await _flush(ctx, plog if result.flush_needed else None, added)
-            except UnknownTopicOrPartition as exc:
-                partitions_out.append(ProducePartitionResult(part.index, exc.error_code))
-                failures.append((name, part.index, exc))
-                continue
-            except RecordErrors as exc:
-                # v8+: name the offending records, off the event loop (it reads every record of the batch).
-                named = ()
-                if version >= 8:
-                    await ctx.connection.send_held()
-                    named = await trio.to_thread.run_sync(exc.name_records)
-                partitions_out.append(ProducePartitionResult(part.index, exc.error_code,
-                                                             error_message=exc.message_with(named), record_errors=named))
-                failures.append((name, part.index, exc))
-                continue
-            except KafkaError as exc:
-                partitions_out.append(ProducePartitionResult(part.index, exc.error_code, error_message=str(exc)))
-                failures.append((name, part.index, exc))
-                _count_failure(broker.stats, exc)
-                continue
-            if not result.duplicate:
-                # Kafka's BytesInPerSec / MessagesInPerSec: what was appended (ReplicaManager.appendToLocalLog).
-                plog.counters.bytes_in += len(part.records)
-                plog.counters.messages_in += result.last_offset - result.base_offset + 1
-                broker.notify_append(name, part.index)
-            partitions_out.append(ProducePartitionResult(
-                part.index, ErrorCode.none, result.base_offset, result.log_append_time_ms, result.log_start_offset,
-            ))
-        topics_out.append((name, partitions_out))
+        if denials is not None and name in denials.topics:
+            results = _refused(name, topic.partitions, failures)
+        elif acks not in (0, 1, -1):
+            results = [ProducePartitionResult(part.index, ErrorCode.invalid_required_acks) for part in topic.partitions]
+        else:
+            results = await _append_topic(ctx, produce, id_denied, name, topic.partitions, now, failures, durable)
+        topics_out.append((name, results))
+    return await _respond(ctx, acks, topics_out, failures, durable)
+
+
+async def _flush(broker, durable: list, failures: list, flush: Flush | None = None) -> None:
+    """Kafka fsyncs an append that reached flush.messages before acknowledging it; here the appends waiting so in
+    every connection share fsyncs (gateway.group_commit; ``flush``: requested already). A failed fsync takes its
+    log offline: that partition answers KAFKA_STORAGE_ERROR."""
+    flush = flush or broker.group_commit.request([plog for plog, _, _ in durable])
+    failed = await flush.wait()
+    for plog, results, i in durable:
+        exc = failed.get(plog)
+        if exc is not None:
+            results[i] = ProducePartitionResult(results[i].index, exc.error_code, error_message=str(exc))
+            failures.append((plog.topic, plog.partition, exc))
+            _count_failure(broker.stats, exc)
+
+
+def _answer_when_flushed(broker, durable: list, version: int, correlation_id: int, topics_out: list) -> Deferred:
+    """The response, once the appends that must be are fsynced. Meanwhile the connection goes on with the Produce
+    requests the client sent after this one, so their appends join the same fsync (server.connection.Deferred)."""
+    flush = broker.group_commit.request([plog for plog, _, _ in durable])
+
+    async def result() -> list:
+        await _flush(broker, durable, [], flush)
+        return [encode_produce_response(version, correlation_id, topics_out)]
+
+    return Deferred(result, lambda: flush.done)
+
+
+async def _respond(ctx: RequestContext, acks: int, topics_out: list, failures: list, durable: list) -> list | None:
+    """The answer: once the appends that must be are fsynced (``durable``), none with acks=0, where a failed
+    append closes the connection instead: how Kafka tells an acks=0 producer that something went wrong."""
+    version, correlation_id = ctx.header.api_version, ctx.header.correlation_id
+    if durable:
+        if acks != 0:
+            return [_answer_when_flushed(ctx.broker, durable, version, correlation_id, topics_out)]
+        await ctx.connection.send_held()  # the responses held for pipelined requests need no fsync
+        await _flush(ctx.broker, durable, failures)
     if acks == 0:
         if failures:
             name, index, exc = failures[0]
             raise MalformedRequest(f"acks=0 produce to {name}-{index} failed: {exc}")
         return None
-    return [encode_produce_response(version, ctx.header.correlation_id, topics_out)]
+    return [encode_produce_response(version, correlation_id, topics_out)]

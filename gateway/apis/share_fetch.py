@@ -16,6 +16,7 @@ topic's partitions answer TOPIC_AUTHORIZATION_FAILED, records and acknowledgemen
 from __future__ import annotations
 
 from logway.gateway.share_sessions import SessionError
+from logway.server.security.acl_decisions import may
 from logway.server.security.authorizer import Operation
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
@@ -38,12 +39,11 @@ def acks_of(topics) -> dict:
 
 def denied_topic_ids(ctx, topic_ids) -> frozenset:
     """The ids of the topics the principal may not READ (KafkaApis checks TOPIC READ once it has the names)."""
-    if ctx.realm.authorizer is None:
+    if ctx.authorizer is None:
         return frozenset()
+    readable = may(ctx.acl, Operation.READ)
     names = {t.topic_id: t.name for t in ctx.broker.logs.topics.values()}
-    known = {i: names[i] for i in set(topic_ids) if i in names}
-    denied = ctx.denied_topics(Operation.READ, known.values())
-    return frozenset(i for i, name in known.items() if name in denied)
+    return frozenset(i for i in set(topic_ids) if i in names and not readable(names[i]))
 
 
 def error_response(ctx, code: ErrorCode, message: str | None = None):

@@ -6,14 +6,22 @@ group_instance_id; v4: flexible; v5: protocol_type/protocol_name checked and ech
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.wire.protocol import build, response_type
+
+if TYPE_CHECKING:
+    from kio.schema.sync_group.v5.request import SyncGroupRequest
+    from kio.schema.sync_group.v5.response import SyncGroupResponse
+
+    from logway.gateway.context import RequestContext
 
 API_KEY = 14
 MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
     groups = ctx.broker.groups
     result = await groups.call(
         groups.coordinator.sync_group,

@@ -14,6 +14,8 @@ UNKNOWN_TOPIC_OR_PARTITION.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from logway.gateway.apis.offset_commit import offsets_to_commit
 from logway.gateway.broker import now_ms
 from logway.gateway.groups import OFFSETS_TOPIC
@@ -21,12 +23,18 @@ from logway.gateway.transactions import fenced_for_version
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
 
+if TYPE_CHECKING:
+    from kio.schema.txn_offset_commit.v4.request import TxnOffsetCommitRequest
+    from kio.schema.txn_offset_commit.v4.response import TxnOffsetCommitResponse
+
+    from logway.gateway.context import RequestContext
+
 API_KEY = 28
 MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-async def handle(ctx, request):
+async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
     broker = ctx.broker
     offsets, errors = offsets_to_commit(broker, request.topics)
     if offsets:

@@ -387,7 +387,8 @@ class BrokerCollector:
                                   value=truncations)
         yield CounterMetricFamily("logway_log_recovery_dropped_bytes", "Bytes recovery removed", value=dropped)
         yield CounterMetricFamily("logway_log_recovery_deleted_segments", "Segments recovery deleted", value=segments)
-        yield CounterMetricFamily("logway_log_recovery_scanned_bytes", "Bytes recovery read batch by batch at start-up",
+        yield CounterMetricFamily("logway_log_recovery_scanned_bytes",
+                                  "Bytes start-up recovery read whole and checked by CRC (not fsynced before a crash)",
                                   value=scanned)
         deleted_segments = sum(row[11] for row in snap.partitions) + snap.deleted[5]
         deleted_bytes = sum(row[12] for row in snap.partitions) + snap.deleted[6]

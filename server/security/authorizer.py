@@ -280,7 +280,7 @@ class Authorizer:
         return json.dumps({"version": 1, "acls": [asdict(a) for a in sorted(self.acls, key=_sort_key)]}, indent=1)
 
     def save(self, path: Path) -> None:
-        write_atomically(path, self.snapshot(), sync_dir=True)
+        write_atomically(path, self.snapshot())
 
     def load(self, path: Path) -> None:
         """The ACLs saved in ``path``, if it exists; a damaged file raises ValueError (a start-up error)."""

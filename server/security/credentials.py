@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from logway.server.security.scram import MAX_ITERATIONS, MECHANISMS, MIN_ITERATIONS, ScramCredential, make_credential
+from logway.storage import fs
 from logway.storage.checkpoints import write_atomically
 
 FILE_NAME = "scram-credentials.json"
@@ -70,7 +71,7 @@ class CredentialStore:
 
     def _write(self, users: dict[str, dict[str, ScramCredential]]) -> None:
         """Atomically (a temporary file renamed over the old one), readable by the owner only."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fs.make_dirs(self.path.parent)
         write_atomically(self.path, json.dumps(_encode(users), indent=1, sort_keys=True), mode=0o600)
         self._stamp = None
 

@@ -4,7 +4,6 @@ virtual cluster its own, so that one tenant's users and ACLs are never another's
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 
 import trio
@@ -38,5 +37,4 @@ class Realm:
         """Persist the ACLs (after CreateAcls/DeleteAcls changed them) off the event loop, one write at a time."""
         async with self._acl_write_lock:
             assert self.authorizer is not None
-            await trio.to_thread.run_sync(partial(write_atomically, self.acl_path, self.authorizer.snapshot(),
-                                                  sync_dir=True))
+            await trio.to_thread.run_sync(write_atomically, self.acl_path, self.authorizer.snapshot())

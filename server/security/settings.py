@@ -74,10 +74,24 @@ def is_listener_security_key(key: str) -> bool:
 
 
 @dataclass
-class ListenerSecurity:
-    """What a connection on one listener goes through before its requests are served."""
+class ProtocolSecurity:
+    """A Kafka security protocol (security.protocol): PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
 
     protocol: str = "PLAINTEXT"
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass
+class ListenerSecurity(ProtocolSecurity):
+    """What a connection on one listener goes through before its requests are served."""
+
     ssl_context: ssl.SSLContext | None = None
     mechanisms: tuple[str, ...] = ()
     plain_users: dict[str, str] = field(default_factory=dict)
@@ -87,14 +101,6 @@ class ListenerSecurity:
     reauth_ms: dict[str, int] = field(default_factory=dict)
     # ssl.principal.mapping.rules: the mTLS subject DN -> the principal name.
     principal_mapper: PrincipalMapper = field(default_factory=lambda: PrincipalMapper("DEFAULT"))
-
-    @property
-    def tls(self) -> bool:
-        return self.protocol in ("SSL", "SASL_SSL")
-
-    @property
-    def sasl(self) -> bool:
-        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
 
 
 def listener_security(props: dict[str, str], name: str, protocol: str) -> ListenerSecurity:

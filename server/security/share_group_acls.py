@@ -1,5 +1,5 @@
-"""The ACL rules of KIP-932's share-group APIs, as Kafka 4.3's KafkaApis applies them (part of request_acls' RULES,
-whose helpers these use).
+"""The ACL rules of KIP-932's share-group APIs, as Kafka 4.3's KafkaApis applies them (part of request_acls' RULES;
+the shapes of a decision are acl_decisions').
 
 - ShareFetch (78), ShareAcknowledge (79): GROUP READ, else the whole request is refused. Their topics are named
   by id: TOPIC READ is the broker's check once it has the names (gateway/apis/share_fetch.denied_topic_ids).
@@ -15,44 +15,33 @@ whose helpers these use).
 from __future__ import annotations
 
 import dataclasses
-import typing
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+from logway.server.security.acl_decisions import AS_IS, GROUP_DENIED, TOPIC_DENIED, Acl, Decision, answer, may
 from logway.server.security.authorizer import Operation, ResourceType
 from logway.wire.errors import ErrorCode
-from logway.wire.protocol import _entity_of, response_type
+from logway.wire.protocol import build, field_entity, response_type
 
-TOPIC_DENIED = ErrorCode.topic_authorization_failed
-GROUP_DENIED = ErrorCode.group_authorization_failed
 DENIED_MESSAGE = "Topic authorization failed."  # Errors.TOPIC_AUTHORIZATION_FAILED.message
 
 
-def _entity(cls: type, *path: str) -> type:
-    """The message class of the entries of ``cls.<path[0]>.<path[1]>...`` (nested arrays)."""
-    for name in path:
-        cls = _entity_of(typing.get_type_hints(cls)[name])
-    return cls
-
-
-def share_fetch(k: int, v: int, request: Any, acl: base.Acl) -> base.Decision:
+def share_fetch(k: int, v: int, request: Any, acl: Acl) -> Decision:
     """ShareFetch and ShareAcknowledge: GROUP READ."""
     if request.group_id is None or acl.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
-        return base.Decision(base._AS_IS)
-    return base.answer(k, v, {"error_code": GROUP_DENIED, "responses": [], "acquisition_lock_timeout": 0})
+        return Decision(AS_IS)
+    return answer(k, v, {"error_code": GROUP_DENIED, "responses": [], "acquisition_lock_timeout": 0})
 
 
-def describe_offsets(k: int, v: int, request: Any, acl: base.Acl) -> base.Decision:
+def describe_offsets(k: int, v: int, request: Any, acl: Acl) -> Decision:
     """DescribeShareGroupOffsets: groups by GROUP DESCRIBE, then their topics by TOPIC DESCRIBE."""
-    def topic_ok(name: str) -> bool:
-        return acl.allowed(Operation.DESCRIBE, ResourceType.TOPIC, name)
-
+    topic_ok = may(acl, Operation.DESCRIBE)
     kept = [g for g in request.groups if acl.allowed(Operation.DESCRIBE, ResourceType.GROUP, g.group_id)]
     denied_groups = [{"group_id": g.group_id, "topics": [], "error_code": GROUP_DENIED}
                      for g in request.groups if g not in kept]
     if not kept:
-        return base.answer(k, v, {"groups": denied_groups})
+        return answer(k, v, {"groups": denied_groups})
     served, extras = [], []  # per served group: the denied topics' entries, or None (every topic: filter)
     for group in kept:
         if group.topics is None:
@@ -65,9 +54,10 @@ def describe_offsets(k: int, v: int, request: Any, acl: base.Acl) -> base.Decisi
              "error_message": DENIED_MESSAGE} for p in t.partitions]}
             for t in group.topics if not topic_ok(t.topic_name)])
     if not denied_groups and all(extra == [] for extra in extras):
-        return base.Decision(base._AS_IS)  # nothing denied, no listing to filter
+        return Decision(AS_IS)  # nothing denied, no listing to filter
     cls = response_type(k, v)
-    group_cls, topic_cls = _entity(cls, "groups"), _entity(cls, "groups", "topics")
+    group_cls = field_entity(cls, "groups")
+    topic_cls = field_entity(group_cls, "topics")
     changed = bool(denied_groups) or any(extras)
 
     def finish(response: Any) -> Any:
@@ -80,52 +70,50 @@ def describe_offsets(k: int, v: int, request: Any, acl: base.Acl) -> base.Decisi
                 groups[i] = dataclasses.replace(group, topics=tuple(t for t in group.topics if topic_ok(t.topic_name)))
             elif extra:
                 groups[i] = dataclasses.replace(group, topics=group.topics + tuple(
-                    base.make(topic_cls, e) for e in extra))
-        groups += [base.make(group_cls, g) for g in denied_groups]
+                    build(topic_cls, e) for e in extra))
+        groups += [build(group_cls, g) for g in denied_groups]
         return dataclasses.replace(response, groups=tuple(groups))
-    return base.Decision(dataclasses.replace(request, groups=tuple(served)) if changed else request, finish=finish)
+    return Decision(dataclasses.replace(request, groups=tuple(served)) if changed else request, finish=finish)
 
 
-def _denied_first(k: int, v: int, request: Any, acl: base.Acl, entry: Callable[[Any], dict]) -> base.Decision:
+def _denied_first(k: int, v: int, request: Any, acl: Acl, entry: Callable[[Any], dict]) -> Decision:
     """The topics without TOPIC READ are not served; their entries go ahead of the served ones (unless the
     answer is a request-wide error)."""
-    denied = [t for t in request.topics if not acl.allowed(Operation.READ, ResourceType.TOPIC, t.topic_name)]
+    readable = may(acl, Operation.READ)
+    denied = [t for t in request.topics if not readable(t.topic_name)]
     if not denied:
-        return base.Decision(base._AS_IS)
-    topic_cls = _entity(response_type(k, v), "responses")
+        return Decision(AS_IS)
+    topic_cls = field_entity(response_type(k, v), "responses")
     entries = [entry(t) for t in denied]
 
     def finish(response: Any) -> Any:
         if response.error_code != ErrorCode.none:
             return response
-        return dataclasses.replace(response, responses=tuple(base.make(topic_cls, e) for e in entries)
+        return dataclasses.replace(response, responses=tuple(build(topic_cls, e) for e in entries)
                                    + tuple(response.responses))
     kept = tuple(t for t in request.topics if t not in denied)
-    return base.Decision(dataclasses.replace(request, topics=kept), finish=finish)
+    return Decision(dataclasses.replace(request, topics=kept), finish=finish)
 
 
-def alter_offsets(k: int, v: int, request: Any, acl: base.Acl) -> base.Decision:
+def alter_offsets(k: int, v: int, request: Any, acl: Acl) -> Decision:
     """AlterShareGroupOffsets: GROUP READ, then TOPIC READ per topic."""
     if not acl.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
-        return base.answer(k, v, {"error_code": GROUP_DENIED, "error_message": "Group authorization failed.",
-                                  "responses": []})
+        return answer(k, v, {"error_code": GROUP_DENIED, "error_message": "Group authorization failed.",
+                         "responses": []})
     return _denied_first(k, v, request, acl, lambda t: {
         "topic_name": t.topic_name, "topic_id": uuid.UUID(int=0), "partitions": [
             {"partition_index": p.partition_index, "error_code": TOPIC_DENIED, "error_message": DENIED_MESSAGE}
             for p in t.partitions]})
 
 
-def delete_offsets(k: int, v: int, request: Any, acl: base.Acl) -> base.Decision:
+def delete_offsets(k: int, v: int, request: Any, acl: Acl) -> Decision:
     """DeleteShareGroupOffsets: GROUP DELETE, then TOPIC READ per topic."""
     if not acl.allowed(Operation.DELETE, ResourceType.GROUP, request.group_id):
-        return base.answer(k, v, {"error_code": GROUP_DENIED, "error_message": "Group authorization failed.",
-                                  "responses": []})
+        return answer(k, v, {"error_code": GROUP_DENIED, "error_message": "Group authorization failed.",
+                         "responses": []})
     return _denied_first(k, v, request, acl, lambda t: {
         "topic_name": t.topic_name, "topic_id": uuid.UUID(int=0), "error_code": TOPIC_DENIED,
         "error_message": DENIED_MESSAGE})
 
 
 RULES = {78: share_fetch, 79: share_fetch, 90: describe_offsets, 91: alter_offsets, 92: delete_offsets}
-
-# Last: request_acls imports RULES from here while it loads (and its helpers are used only once it has).
-from logway.server.security import request_acls as base  # noqa: E402

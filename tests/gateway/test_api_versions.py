@@ -8,7 +8,7 @@ import struct
 from kio.serial import entity_reader
 from raw_requests import read_frame, request_frame
 
-from logway.gateway.dispatch import supported_versions
+from logway.gateway.apis.registry import supported_versions
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import response_type
 

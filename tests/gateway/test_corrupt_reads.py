@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from logway.wire.batch import iter_headers
 from logway.wire.errors import ErrorCode
-from logway.wire.protocol import _reader, build, encode_body, request_type, response_type
+from logway.wire.protocol import build, encode_body, reader_for, request_type, response_type
 from logway.wire.records import decode_batches
 
 TOPIC = "corrupt-reads"
@@ -75,7 +75,7 @@ def roundtrip(s: socket.socket, api_key: int, version: int, correlation_id: int,
     (size,) = struct.unpack(">i", _exact(s, 4))
     frame = _exact(s, size)
     assert struct.unpack_from(">i", frame)[0] == correlation_id
-    response, _ = _reader(response_type(api_key, version))(frame, 4)
+    response, _ = reader_for(response_type(api_key, version))(frame, 4)
     return response
 
 

@@ -7,8 +7,8 @@ import struct
 
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 
-from logway.wire.protocol import _reader as reader
 from logway.wire.protocol import build, encode_body, request_type, response_type
+from logway.wire.protocol import reader_for as reader
 
 
 def _describe(admin: AdminClient, resource: ConfigResource) -> dict:

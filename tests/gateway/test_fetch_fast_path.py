@@ -14,7 +14,7 @@ from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from logway.gateway.apis import fetch
-from logway.gateway.dispatch import RequestContext
+from logway.gateway.context import RequestContext
 from logway.wire.protocol import RequestHeader, build, decode_body, encode_body, request_type
 
 TOPICS = {"wide-a": 12, "wide-b": 5}
@@ -59,7 +59,8 @@ def test_answers_are_the_general_paths_answers(logway):
     ids = {name: broker.logs.topics[name].topic_id for name in TOPICS}
     ids["unknown"] = uuid.UUID(int=12345)
     ends = {name: [plog.high_watermark for plog in broker.logs.topics[name].partitions] for name in TOPICS}
-    connection = types.SimpleNamespace(realm=broker.realm, principal="User:ANONYMOUS", peer="127.0.0.1:1")
+    connection = types.SimpleNamespace(realm=broker.realm, principal="User:ANONYMOUS", peer="127.0.0.1:1",
+                                       listener=types.SimpleNamespace(name="PLAINTEXT"))
 
     async def both(version: int, data: dict, correlation_id: int) -> tuple[list, list]:
         body = encode_body(build(request_type(1, version), data))
@@ -89,7 +90,8 @@ def test_quiet_incremental_sessions_answer_as_the_full_pass(logway):
     producer = KafkaProducer(bootstrap_servers=logway.bootstrap)
     broker = logway.broker
     ids = {name: broker.logs.topics[name].topic_id for name in TOPICS}
-    connection = types.SimpleNamespace(realm=broker.realm, principal="User:ANONYMOUS", peer="127.0.0.1:1")
+    connection = types.SimpleNamespace(realm=broker.realm, principal="User:ANONYMOUS", peer="127.0.0.1:1",
+                                       listener=types.SimpleNamespace(name="PLAINTEXT"))
     rng = random.Random(227)
 
     async def send(version: int, data: dict, correlation_id: int, quiet_check: bool) -> list:

@@ -116,37 +116,60 @@ def test_without_cache_slots_fetches_are_sessionless(tmp_path, topic_name):
         gateway.stop()
 
 
+class _Partition:
+    def __init__(self, partition: int) -> None:
+        self.partition, self.fetch_offset, self.partition_max_bytes = partition, 0, 1 << 20
+
+
+class _Topic:
+    def __init__(self, name: str, count: int, start: int = 0) -> None:
+        self.topic, self.topic_id = name, None
+        self.partitions = [_Partition(p) for p in range(start, start + count)]
+
+
+class _Request:
+    def __init__(self, session_id: int, epoch: int, topics: list, forgotten: tuple = ()) -> None:
+        self.session_id, self.session_epoch, self.topics = session_id, epoch, topics
+        self.forgotten_topics_data = forgotten
+        self.max_bytes, self.min_bytes, self.isolation_level, self.max_wait = 1 << 20, 1, 0, 0
+
+
+ALICE = ("SASL_PLAINTEXT", "User:alice")
+
+
 def test_cache_is_bounded_in_sessions_and_partitions():
     """Hostile clients cannot grow the cache: slots are reused (least recently used idle sessions go first),
     and a session cannot grow past MAX_SESSION_PARTITIONS (it is dropped: the client starts over)."""
     now = [0.0]
     cache = FetchSessionCache(slots=2, clock=lambda: now[0])
+    Request, Topic = _Request, _Topic
 
-    class Partition:
-        def __init__(self, partition: int) -> None:
-            self.partition, self.fetch_offset, self.partition_max_bytes = partition, 0, 1 << 20
-
-    class Topic:
-        def __init__(self, name: str, count: int, start: int = 0) -> None:
-            self.topic, self.topic_id = name, None
-            self.partitions = [Partition(p) for p in range(start, start + count)]
-
-    class Request:
-        def __init__(self, session_id: int, epoch: int, topics: list, forgotten: tuple = ()) -> None:
-            self.session_id, self.session_epoch, self.topics = session_id, epoch, topics
-            self.forgotten_topics_data = forgotten
-            self.max_bytes, self.min_bytes, self.isolation_level, self.max_wait = 1 << 20, 1, 0, 0
-
-    first = cache.context(12, Request(0, 0, [Topic("a", 2)])).session_id
-    second = cache.context(12, Request(0, 0, [Topic("a", 2)])).session_id
+    first = cache.context(12, Request(0, 0, [Topic("a", 2)]), ALICE).session_id
+    second = cache.context(12, Request(0, 0, [Topic("a", 2)]), ALICE).session_id
     assert first and second and len(cache.sessions) == 2
-    assert cache.context(12, Request(0, 0, [Topic("a", 1)])).session_id == 0  # full, none stale or smaller
+    assert cache.context(12, Request(0, 0, [Topic("a", 1)]), ALICE).session_id == 0  # full, none stale or smaller
     now[0] = 121.0
-    third = cache.context(12, Request(0, 0, [Topic("a", 1)])).session_id
+    third = cache.context(12, Request(0, 0, [Topic("a", 1)]), ALICE).session_id
     assert third and first not in cache.sessions and len(cache.sessions) == 2
-    huge = cache.context(12, Request(second, 1, [Topic("b", MAX_SESSION_PARTITIONS)]))
+    huge = cache.context(12, Request(second, 1, [Topic("b", MAX_SESSION_PARTITIONS)]), ALICE)
     assert huge.error == ErrorCode.fetch_session_id_not_found and second not in cache.sessions
     assert cache.cached_partitions == 1
+
+
+def test_a_session_is_not_there_for_another_principal_or_listener():
+    """Another principal (or the same one on another listener) naming a live session gets the answer of an id
+    never issued, whatever the epoch (no existence oracle), and can neither use nor close it."""
+    cache = FetchSessionCache()
+    mine = cache.context(12, _Request(0, 0, [_Topic("a", 1)]), ALICE).session_id
+    for intruder in (("SASL_PLAINTEXT", "User:mallory"), ("OTHER", "User:alice")):
+        for epoch in (1, 2, 7):  # the right epoch and wrong ones answer alike
+            answer = cache.context(12, _Request(mine, epoch, []), intruder)
+            assert (answer.error, answer.session) == (ErrorCode.fetch_session_id_not_found, None)
+        assert cache.context(12, _Request(mine, -1, []), intruder).session is None  # a close of it: not done
+        assert cache.context(12, _Request(mine, 0, [_Topic("x", 1)]), intruder).session_id != mine
+    assert cache.context(12, _Request(mine, 1, []), ALICE).session_id == mine  # untouched for its owner
+    never_issued = cache.context(12, _Request(12345, 1, []), ALICE)
+    assert never_issued.error == ErrorCode.fetch_session_id_not_found
 
 
 def test_kafka_python_reads_everything_through_a_session(logway, topic):

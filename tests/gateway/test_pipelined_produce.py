@@ -81,11 +81,13 @@ def test_responses_due_before_a_bad_frame_are_sent(logway, topic_name):
 
 
 def test_held_responses_do_not_wait_for_a_later_requests_fsync(logway, topic_name, monkeypatch):
-    """flush.messages=1: each Produce fsyncs before its answer. The second request's fsync is held up here until
-    the first answer has arrived, which it must without that fsync (else the test times out on the read)."""
+    """A Produce to a flush.messages=1 topic is answered once fsynced. The answer held for the request before it
+    (to a topic that needs no fsync) goes out first: the fsync is held up here until that answer has arrived,
+    which it must without it (else the test times out on the read)."""
+    durable = topic_name + "-durable"
     admin = KafkaAdminClient(bootstrap_servers=logway.bootstrap)
     try:
-        admin.create_topics([NewTopic(topic_name, 1, 1, topic_configs={"flush.messages": "1"})])
+        admin.create_topics([NewTopic(topic_name, 1, 1), NewTopic(durable, 1, 1, topic_configs={"flush.messages": "1"})])
     finally:
         admin.close()
     first_answered = threading.Event()
@@ -93,17 +95,42 @@ def test_held_responses_do_not_wait_for_a_later_requests_fsync(logway, topic_nam
     real_flush = PartitionLog.flush
 
     def flush(plog):
-        if plog.topic == topic_name:
+        if plog.topic == durable:
             flushes.append(plog.log_end_offset)
-            if len(flushes) == 2:
-                first_answered.wait(10)
+            first_answered.wait(10)
         real_flush(plog)
 
     monkeypatch.setattr(PartitionLog, "flush", flush)
     with socket.create_connection(("127.0.0.1", logway.port), timeout=5) as s:
-        s.sendall(produce_frame(topic_name, 1, [b"one"]) + produce_frame(topic_name, 2, [b"two"]))
+        s.sendall(produce_frame(topic_name, 1, [b"one"]) + produce_frame(durable, 2, [b"two"]))
         first = produce_answer(read_frame(s))
         first_answered.set()
         second = produce_answer(read_frame(s))
-    assert (first, second) == ((1, ErrorCode.none, 0), (2, ErrorCode.none, 1))
-    assert flushes == [1, 2]
+    assert (first, second) == ((1, ErrorCode.none, 0), (2, ErrorCode.none, 0))
+    assert flushes == [1]
+
+
+def test_pipelined_produces_to_a_durable_topic_share_one_fsync(logway, topic_name, monkeypatch):
+    """flush.messages=1: each answer waits for its fsync; requests the client pipelined are appended meanwhile and
+    one fsync (the group commit's) covers them all."""
+    admin = KafkaAdminClient(bootstrap_servers=logway.bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic_name, 1, 1, topic_configs={"flush.messages": "1"})])
+    finally:
+        admin.close()
+    flushes = []
+    real_flush = PartitionLog.flush
+
+    def flush(plog, **kwargs):
+        if plog.topic == topic_name:
+            flushes.append(plog.log_end_offset)
+        real_flush(plog, **kwargs)
+
+    monkeypatch.setattr(PartitionLog, "flush", flush)
+    with socket.create_connection(("127.0.0.1", logway.port), timeout=5) as s:
+        s.sendall(b"".join(produce_frame(topic_name, cid, [b"%d" % cid]) for cid in range(1, 6)))
+        answers = [produce_answer(read_frame(s)) for _ in range(5)]
+    assert answers == [(cid, ErrorCode.none, cid - 1) for cid in range(1, 6)]
+    # One fsync for all, or two when the connection let the others run (the group commit's round among them)
+    # after its fourth pipelined request (server.connection's turns).
+    assert flushes[-1] == 5 and len(flushes) <= 2, flushes

@@ -28,7 +28,7 @@ from kafka.admin import NewTopic
 from kio.serial import entity_reader
 from kio_values import request_body, request_frame
 
-from logway.gateway.dispatch import supported_versions
+from logway.gateway.apis.registry import supported_versions
 from logway.wire.protocol import (
     MalformedRequest,
     api_name,

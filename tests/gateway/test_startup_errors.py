@@ -114,6 +114,29 @@ def test_damaged_acl_file(tmp_path: Path) -> None:
     assert_one_line_error(result, "logway-acls.json", "cannot read the ACLs")
 
 
+@pytest.mark.parametrize(("content", "needle"), [
+    (b"", "the file is empty"),  # what a power loss left of a meta.properties renamed into place before its fsync
+    (b"version=1\nnode.id=1\n", "has no cluster.id"),
+    (b"\xff\xfe\x00garbage", "Error while reading meta.properties file"),
+])
+def test_damaged_meta_properties_stops_the_start_instead_of_a_new_cluster_id(tmp_path: Path, content, needle) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "meta.properties").write_bytes(content)
+    result = serve("--listeners", listener(), "--log-dirs", str(data))
+    assert_one_line_error(result, str(data / "meta.properties"), needle)
+    assert (data / "meta.properties").read_bytes() == content  # left as it was found
+
+
+def test_log_dirs_of_two_clusters(tmp_path: Path) -> None:
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    for d, cluster in zip(dirs, ("AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBBBBB"), strict=True):
+        d.mkdir()
+        (d / "meta.properties").write_text(f"version=1\ncluster.id={cluster}\nnode.id=1\n")
+    result = serve("--listeners", listener(), "--log-dirs", ",".join(map(str, dirs)))
+    assert_one_line_error(result, "Invalid cluster.id in", str(dirs[1] / "meta.properties"), "AAAAAAAAAAAAAAAAAAAAAA")
+
+
 def test_binary_config_file(tmp_path: Path) -> None:
     props = tmp_path / "server.properties"
     props.write_bytes(Path(sys.executable).read_bytes()[:4096])

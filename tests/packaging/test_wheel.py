@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from logway.wire import compression
+
 ROOT = Path(__file__).resolve().parents[2]
 TOP_LEVEL = {"wire", "storage", "coordinator", "gateway", "spark"}
 
@@ -41,6 +43,9 @@ def test_wheel_installs_one_import_name(dist: Path) -> None:
         if "pyspark_logway" not in rel.parts:  # PySpark's discovery hook, installed as its own top-level name
             assert f"logway/{rel.as_posix()}" in names, rel
     assert any(n.startswith("logway/wire/_batch_scan.") and n.endswith(".so") for n in names)  # the C record scanner
+    # The native decompression is built wherever its headers are (make installs them); the editable install shows it.
+    has_native = any(n.startswith("logway/wire/_decompress_scan.") and n.endswith(".so") for n in names)
+    assert has_native == (compression.native is not None)
     assert not any(n.startswith("logway/tests") or "/tests/" in n for n in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
@@ -52,7 +57,8 @@ def test_sdist_carries_the_sources(dist: Path) -> None:
     names = tarfile.open(sdist).getnames()
     for folder in TOP_LEVEL:
         assert any(f"/{folder}/__init__.py" in n for n in names), folder
-    assert any(n.endswith("/wire/_batch_scan.c") for n in names)
+    for source in ("_batch_scan.c", "_decompress_scan.c", "_record_scan.h"):
+        assert any(n.endswith(f"/wire/{source}") for n in names), source
 
 
 def test_wheel_in_a_fresh_venv(dist: Path, tmp_path: Path) -> None:
@@ -65,12 +71,12 @@ def test_wheel_in_a_fresh_venv(dist: Path, tmp_path: Path) -> None:
     subprocess.run([py, "-m", "pip", "install", "--quiet", str(wheel)], check=True, timeout=600, cwd=tmp_path)
     # Outside the repository: only the installed `logway` namespace is importable, not the repo's folders.
     probe = ("import importlib.util, logway.wire.batch, logway.gateway.broker; "
-             "from logway.wire.batch_validation import has_compiled_scanner; "
+             "from logway.wire.batch_validation import has_compiled_scanner, has_native_decompression; "
              "print(all(importlib.util.find_spec(n) is None for n in ('wire', 'storage', 'gateway', 'spark')), "
-             "has_compiled_scanner())")
+             "has_compiled_scanner(), has_native_decompression())")
     probed = subprocess.run([py, "-c", probe], cwd=tmp_path, capture_output=True, text=True)
     assert probed.returncode == 0, probed.stderr
-    assert probed.stdout.strip() == "True True"
+    assert probed.stdout.strip() == f"True True {compression.native is not None}"
     version = subprocess.run([logway, "--version"], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert version.stdout.strip().startswith("logway ")
 

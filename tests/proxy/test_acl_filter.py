@@ -24,8 +24,8 @@ from logway.server.security.authorizer import (
     Permission,
     ResourceType,
 )
-from logway.server.security.request_acls import RULES, VERSION_CAPS, Acl, authorize_request, make
-from logway.wire.protocol import _entity_of, build, encode_body, request_type, response_type
+from logway.server.security.request_acls import RULES, VERSION_CAPS, Acl, authorize_request
+from logway.wire.protocol import build, encode_body, field_entity_of, request_type, response_type
 
 ALICE = ClientInfo(principal="User:alice", host="127.0.0.1")
 DENIED = 29  # TOPIC_AUTHORIZATION_FAILED
@@ -118,9 +118,9 @@ def _sample_value(hint, kind):
     if type(None) in args:
         hint = next(a for a in args if a is not type(None))
     if typing.get_origin(hint) is tuple:
-        entity = _entity_of(hint)
+        entity = field_entity_of(hint)
         return (_sample(entity),) if entity is not None else (_sample_value(typing.get_args(hint)[0], kind),)
-    entity = _entity_of(hint)
+    entity = field_entity_of(hint)
     if entity is not None:
         return _sample(entity)
     samples = {"string": "x", "bool": False, "bytes": b"", "records": b"", "uuid": uuid.UUID(int=1)}
@@ -130,7 +130,7 @@ def _sample_value(hint, kind):
 def _sample(cls):
     """A message of ``cls`` with one entry in every array and name "x" everywhere (a topic, group, id...)."""
     hints = typing.get_type_hints(cls)
-    return make(cls, {f.name: _sample_value(hints[f.name], f.metadata.get("kafka_type", ""))
+    return build(cls, {f.name: _sample_value(hints[f.name], f.metadata.get("kafka_type", ""))
                       for f in dataclasses.fields(cls)})
 
 
@@ -190,7 +190,7 @@ def test_group_membership_needs_group_read_and_answers_group_authorization_faile
     find = build(request_type(10, 4), {"key_type": 0, "coordinator_keys": ["g", "other"]})
     decision = authorize_request(10, 4, find, acl)
     assert decision.request.coordinator_keys == ("g",)  # DESCRIBE is enough to find it
-    answered = decision.finish(make(response_type(10, 4), {"coordinators": [
+    answered = decision.finish(build(response_type(10, 4), {"coordinators": [
         {"key": "g", "node_id": 1, "host": "h", "port": 1, "error_code": 0, "error_message": None}]}))
     assert [(c.key, c.error_code, c.node_id) for c in answered.coordinators] == [("g", 0, 1), ("other", GROUP_DENIED, -1)]
 
@@ -222,7 +222,7 @@ def test_create_topics_needs_create_on_the_cluster_or_the_topic():
                                           "timeout": 1000, "validate_only": False})
     decision = authorize_request(19, 7, request, _acl((ResourceType.TOPIC, "ok", Operation.CREATE)))
     assert [t.name for t in decision.request.topics] == ["ok"]
-    upstream = make(response_type(19, 7), {"topics": [{"name": "ok", "topic_id": uuid.uuid4(), "error_code": 0,
+    upstream = build(response_type(19, 7), {"topics": [{"name": "ok", "topic_id": uuid.uuid4(), "error_code": 0,
                                                         "num_partitions": 1, "replication_factor": 1, "configs": []}]})
     answered = decision.finish(upstream)
     assert [(t.name, t.error_code, t.topic_config_error_code) for t in answered.topics] == [
@@ -234,12 +234,12 @@ def test_create_topics_needs_create_on_the_cluster_or_the_topic():
 def test_listings_show_only_what_the_principal_may_describe():
     acl = _acl((ResourceType.GROUP, "mine", Operation.DESCRIBE), (ResourceType.TOPIC, "t", Operation.DESCRIBE))
     request = build(request_type(16, 4), {"states_filter": []})
-    upstream = make(response_type(16, 4), {"error_code": 0, "groups": [
+    upstream = build(response_type(16, 4), {"error_code": 0, "groups": [
         {"group_id": g, "protocol_type": "consumer", "group_state": "Stable"} for g in ("mine", "theirs")]})
     decision = authorize_request(16, 4, request, acl)
     assert [g.group_id for g in decision.finish(upstream).groups] == ["mine"]
     fetch_all = build(request_type(9, 7), {"group_id": "mine", "topics": None, "require_stable": False})
-    offsets = make(response_type(9, 7), {"error_code": 0, "topics": [
+    offsets = build(response_type(9, 7), {"error_code": 0, "topics": [
         {"name": n, "partitions": [{"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1,
                                     "metadata": "", "error_code": 0}]} for n in ("t", "secret")]})
     decision = authorize_request(9, 7, fetch_all, acl)
@@ -254,7 +254,7 @@ def test_config_resources_are_checked_on_their_own_resource_type():
         "include_synonyms": False, "include_documentation": False})
     decision = authorize_request(32, 4, request, _acl((ResourceType.TOPIC, "t", Operation.ALTER_CONFIGS)))
     assert [r.resource_name for r in decision.request.resources] == ["t"]  # ALTER_CONFIGS implies DESCRIBE_CONFIGS
-    answered = decision.finish(make(response_type(32, 4), {"results": []}))
+    answered = decision.finish(build(response_type(32, 4), {"results": []}))
     assert [(r.resource_name, r.error_code) for r in answered.results] == [("1", 31), ("g", GROUP_DENIED)]
 
 
@@ -277,5 +277,5 @@ def test_the_proxy_denies_as_the_broker_does(name, api_key, version, data, field
     decision = authorize_request(api_key, version, build(request_type(api_key, version), data), nobody)
     response = decision.response
     if response is None:  # forwarded: the upstream's answer, finished for the principal
-        response = decision.finish(make(response_type(api_key, version), {}))
+        response = decision.finish(build(response_type(api_key, version), {}))
     assert field(response) == expected

@@ -211,7 +211,7 @@ def test_acls_on_a_virtual_cluster_name_upstream_topics_and_answer_in_tenant_nam
         "--override", "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "--override", "proxy.virtual.clusters=t", "--override", "proxy.virtual.cluster.t.listener=PLAINTEXT",
         "--override", "proxy.virtual.cluster.t.topic.prefix=tenant-t.")
-    state = proxy.workdir / "state"
+    state = proxy.workdir / "state" / "virtual-clusters" / "t"  # the virtual cluster's own ACLs
     state.mkdir(parents=True)
     acls = Authorizer()
     for operation in (Operation.WRITE, Operation.READ):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from storage_helpers import NOW, keyed_batch, log_records
 
+from logway.storage import fs
 from logway.storage.config import LogConfig
 from logway.storage.partition_log import PartitionLog
 
@@ -82,10 +83,10 @@ def test_a_kill_at_every_rename_of_the_swap_recovers_old_or_new(tmp_path, monkey
     log_end = probe.log_end_offset
     stats = probe.compact(NOW)
     renames = []
-    real_replace = os.replace
-    monkeypatch.setattr(os, "replace", lambda a, b: (renames.append(str(b)), real_replace(a, b))[1])
+    real_replace = fs.replace
+    monkeypatch.setattr(fs, "replace", lambda a, b: (renames.append(str(b)), real_replace(a, b))[1])
     probe.finish_compaction()
-    monkeypatch.setattr(os, "replace", real_replace)
+    monkeypatch.setattr(fs, "replace", real_replace)
     new, new_bases = log_records(probe), probe.segment_base_offsets
     probe._close_files()
     assert len(new) < len(old)
@@ -107,10 +108,10 @@ def test_a_kill_at_every_rename_of_the_swap_recovers_old_or_new(tmp_path, monkey
             calls += 1
             real_replace(a, b)
 
-        monkeypatch.setattr(os, "replace", dying_replace)
+        monkeypatch.setattr(fs, "replace", dying_replace)
         with pytest.raises(Killed) if kill_at < len(renames) else _no_error():
             plog.finish_compaction()
-        monkeypatch.setattr(os, "replace", real_replace)
+        monkeypatch.setattr(fs, "replace", real_replace)
         crashed = tmp_path / f"crashed{kill_at}" / "t-0"
         shutil.copytree(source, crashed)  # the disk as the killed process left it
         plog._close_files()
@@ -141,6 +142,7 @@ CHILD = """
 import sys
 sys.path[:0] = [{root!r}, {here!r}]
 from storage_helpers import NOW, keyed_batch
+from logway.storage import fs
 from logway.storage.config import LogConfig
 from logway.storage.partition_log import PartitionLog
 

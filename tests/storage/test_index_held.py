@@ -1,5 +1,6 @@
-"""Index entries held in memory (storage.index_file: written in runs of WRITE_EVERY, on flush and on roll): lookups
-see them at once, a flush or a roll puts them in the files, and after a crash (SIGKILL) recovery rebuilds them."""
+"""Index entries held in memory (storage.index_file: written in runs of WRITE_EVERY, on roll and at a clean shutdown):
+lookups see them at once, a roll or a full flush puts them in the files, and after a crash (SIGKILL) recovery rebuilds
+them."""
 
 from __future__ import annotations
 
@@ -55,12 +56,14 @@ def test_a_lookup_right_after_an_append_finds_its_entry(open_log):
     assert plog.offset_for_timestamp(NOW + 13)[0] == 13
 
 
-def test_entries_are_written_in_runs_and_by_a_flush(open_log):
+def test_entries_are_written_in_runs_and_by_a_full_flush(open_log):
     plog = open_log(PROPS)
     for i in range(WRITE_EVERY + 11):
         plog.append(batch(i), now_ms=NOW)
     assert index_files(plog) == (WRITE_EVERY, WRITE_EVERY)
-    plog.flush()
+    plog.flush()  # the flush a durable append waits for syncs the log alone: recovery rebuilds the active indexes
+    assert index_files(plog) == (WRITE_EVERY, WRITE_EVERY)
+    plog.flush(full=True)
     entries = len(plog._segments[0].offset_index)
     assert entries == WRITE_EVERY + 10
     assert index_files(plog) == (entries, entries)

@@ -201,6 +201,19 @@ def test_flush_due_by_flush_ms_and_flush_needed_by_flush_messages(make_manager, 
     assert not by_count.append(make_batch([b"4"]), now_ms=NOW).flush_needed
 
 
+def test_a_roll_makes_a_log_due_for_a_flush_whatever_flush_ms(make_manager, clock):
+    """Kafka's roll schedules a flush up to the new segment: the recovery point moves at least every segment."""
+    manager = make_manager()
+    plog = manager.create_topic("rolls", 1, {"segment.bytes": "300"}).partitions[0]
+    plog.append(make_batch([b"x" * 100]), now_ms=NOW)
+    assert manager.flush_due(clock.now) == []  # flush.ms is Long.MAX_VALUE: never by time
+    while len(plog.segment_base_offsets) < 2:
+        plog.append(make_batch([b"x" * 100]), now_ms=NOW)
+    assert manager.flush_due(clock.now) == [plog]
+    plog.flush()
+    assert plog.recovery_point == plog.log_end_offset and manager.flush_due(clock.now) == []
+
+
 def test_broker_properties_precedence():
     config = LogConfig.from_broker_properties(
         {"log.retention.hours": "1", "log.retention.minutes": "2", "log.roll.hours": "3", "log.segment.bytes": "5000",

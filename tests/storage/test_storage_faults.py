@@ -1,9 +1,9 @@
 """Storage faults: ENOSPC/EIO at every write the log makes leaves a log serving exactly the acknowledged records.
 
 A full or failing disk cannot be produced cheaply for real, so the faults are injected: `Faults`
-wraps ``os.write``, ``os.fsync``, ``os.ftruncate``, ``os.open``, ``os.replace`` and the ``open`` of
-the snapshot and checkpoint writers, and fails the first matching call on a file of the log under
-test (matched by the file name behind the descriptor). Everything else is real: real files in
+wraps ``os.write`` and the storage layer's file calls (storage.fs: open, fsync and fdatasync,
+ftruncate, replace; an open that truncates is the snapshot and checkpoint writers' "file"), and fails
+the first matching call on a file of the log under test (matched by the file name behind the descriptor). Everything else is real: real files in
 tmp_path, a real restart that recovers them.
 
 Each case appends batches, arms one fault for one append, appends more, then checks what a
@@ -16,7 +16,6 @@ restart as Kafka's recovery would keep it; it was never acknowledged, and nothin
 
 from __future__ import annotations
 
-import builtins
 import errno
 import logging
 import os
@@ -25,7 +24,7 @@ from pathlib import Path
 import pytest
 from storage_helpers import NOW, FakeClock, make_batch
 
-from logway.storage import checkpoints, producer_state
+from logway.storage import fs
 from logway.storage.checkpoints import RECOVERY_POINT_CHECKPOINT, read_checkpoint
 from logway.storage.config import LogConfig
 from logway.storage.errors import KafkaStorageError
@@ -44,7 +43,8 @@ class Faults:
         self.root = str(root)
         self.armed: dict[str, tuple[str, int, bool]] = {}  # call -> (suffix, errno, partial write first)
         self.fired: list[str] = []
-        real = {name: getattr(os, name) for name in ("write", "fsync", "ftruncate", "open", "replace")}
+        real = {name: getattr(fs, name) for name in ("fsync", "fdatasync", "ftruncate", "open", "replace")}
+        real["write"] = os.write
         self.real = real
 
         def fd_path(fd: int) -> str:
@@ -67,12 +67,18 @@ class Faults:
             self._raise_if("fsync", fd_path(fd))
             return real["fsync"](fd)
 
+        def fdatasync(fd):
+            self._raise_if("fsync", fd_path(fd))
+            return real["fdatasync"](fd)
+
         def ftruncate(fd, length):
             self._raise_if("ftruncate", fd_path(fd))
             return real["ftruncate"](fd, length)
 
         def open_(path, flags, mode=0o777, *, dir_fd=None):
-            if flags & os.O_CREAT and not os.path.exists(path):
+            if flags & os.O_TRUNC:  # a file written anew: a producer snapshot, a checkpoint
+                self._raise_if("file", os.fspath(path))
+            elif flags & os.O_CREAT and not os.path.exists(path):
                 self._raise_if("open", os.fspath(path))
             return real["open"](path, flags, mode, dir_fd=dir_fd)
 
@@ -80,16 +86,10 @@ class Faults:
             self._raise_if("replace", os.fspath(dst))
             return real["replace"](src, dst, **kwargs)
 
-        def file_open(file, mode="r", *args, **kwargs):
-            if "w" in mode:
-                self._raise_if("file", os.fspath(file))
-            return builtins.open(file, mode, *args, **kwargs)
-
-        for name, fake in (("write", write), ("fsync", fsync), ("ftruncate", ftruncate), ("open", open_),
+        monkeypatch.setattr(os, "write", write)
+        for name, fake in (("fsync", fsync), ("fdatasync", fdatasync), ("ftruncate", ftruncate), ("open", open_),
                            ("replace", replace)):
-            monkeypatch.setattr(os, name, fake)
-        for module in (producer_state, checkpoints):
-            monkeypatch.setattr(module, "open", file_open, raising=False)
+            monkeypatch.setattr(fs, name, fake)
 
     def arm(self, call: str, suffix: str, code: int, *, partial: bool = False) -> None:
         self.armed[call] = (suffix, code, partial)

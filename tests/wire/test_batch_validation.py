@@ -49,6 +49,7 @@ def scanner(request, monkeypatch) -> str:
     if request.param == "Python":
         monkeypatch.setattr(batch_validation, "_scan_records_c", None)
         monkeypatch.setattr(batch_validation, "_check_batch_c", None)
+        monkeypatch.setattr(compression, "native", None)
     return request.param
 
 

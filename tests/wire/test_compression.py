@@ -30,6 +30,17 @@ from logway.wire.compression import (
     decompress,
 )
 
+
+@pytest.fixture(autouse=True, params=["native", "python"])
+def decoders(request, monkeypatch) -> str:
+    """Every test decodes with wire/_decompress_scan.c (when built) and with the Python bindings it stands in for."""
+    if request.param == "native" and compression.native is None:
+        pytest.skip("wire/_decompress_scan.c was not built")
+    if request.param == "python":
+        monkeypatch.setattr(compression, "native", None)
+    return request.param
+
+
 CODECS = [NONE, GZIP, SNAPPY, LZ4, ZSTD]
 COMPRESSING = [GZIP, SNAPPY, LZ4, ZSTD]
 # Larger than lz4's 64 KiB and snappy's 32 KiB blocks, part incompressible.

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from kio_values import request_body
 
-from logway.gateway.dispatch import supported_versions
+from logway.gateway.apis.registry import supported_versions
 from logway.wire.produce import decode_produce_request
 from logway.wire.protocol import MalformedRequest, decode_body, encode_body, request_type
 from logway.wire.request_check import check_body
