@@ -11,12 +11,12 @@ log dir (Kafka keeps them in its metadata log), written atomically.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from logway.storage.checkpoints import write_atomically
 from logway.wire.errors import ErrorCode, KafkaError
 
 __all__ = ["GROUP_CONFIGS", "GroupConfigs"]
@@ -163,12 +163,9 @@ class GroupConfigs:
             self.overrides[group_id] = dict(overrides)
         else:
             self.overrides.pop(group_id, None)
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(self.overrides, f, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(self.path)
+        # Durable as every metadata file (storage.checkpoints: temp file, fsync, rename, directory fsync), so a
+        # power loss keeps the old overrides or the new ones, whole.
+        write_atomically(self.path, json.dumps(self.overrides, sort_keys=True))
 
     def forget(self, group_id: str) -> None:
         """DeleteGroups: Kafka deletes a group's configs with it."""
