@@ -8,6 +8,8 @@ each beside the upstream broker it fronts, in alternated rounds (the order rotat
     python -m bench.proxy [--rounds N] [--count N] [--size BYTES] [--upstreams logway,tansu] [--metrics] [--latest]
 
 ``--metrics`` adds `logway proxy` with metrics.port set (its per-client metrics served) in front of the same Logway.
+``--encryption`` adds `logway proxy` with the record-encryption filter (file KMS) in front of the same Logway, twice:
+encrypting every topic, and configured for topics the load never names (the cost of the filter's bytes-only look).
 ``--raw`` replaces the librdkafka load by a plain socket sending pre-built Produce requests (--count of them, 4
 partitions x --raw-kb KB record sets each, 4 in flight) and Fetch v16 requests for the same bytes, Logway upstream
 only: the client costs next to nothing, so the proxy's CPU-s/GB is steadier on a shared machine.
@@ -54,6 +56,9 @@ METRICS = (("produce_mb_s", "produce MB/s"), ("consume_mb_s", "consume MB/s"),
 # The node id each upstream kind reports (Logway's node.id default; Tansu's fixed id).
 NODE_IDS = {"logway": 1, "tansu": 111, "kafka": 1}
 METERED = "logway proxy +metrics -> Logway"
+ENCRYPTING = "logway proxy +encryption -> Logway"
+ENCRYPTING_OTHERS = "logway proxy +encryption (other topics) -> Logway"
+PLAIN = "logway proxy -> Logway"
 
 
 class LogwayProxy(Broker):
@@ -62,15 +67,20 @@ class LogwayProxy(Broker):
 
     name = "logway-proxy"
 
-    def __init__(self, workdir: Path, upstream: Broker, metrics: bool = False) -> None:
+    def __init__(self, workdir: Path, upstream: Broker, metrics: bool = False, encrypt: str | None = None) -> None:
         super().__init__(workdir)
         self.upstream = upstream
         self.node_id = NODE_IDS.get(upstream.name, 1)
         self.port = free_port_block(2)
         self.metrics_port = free_port() if metrics else None  # per-client metrics served (metrics.port)
+        self.encrypt = encrypt  # the record-encryption filter's topics regex, if any
 
     def command(self) -> list[str]:
         metrics = ["--override", f"metrics.port={self.metrics_port}"] if self.metrics_port else []
+        if self.encrypt is not None:
+            metrics += [arg for setting in ("proxy.filters=enc", "proxy.filter.enc.type=record-encryption",
+                                            f"proxy.filter.enc.topics={self.encrypt}")
+                        for arg in ("--override", setting)]
         return [sys.executable, "-m", "logway.cli", "proxy", "--upstream-bootstrap-servers",
                 self.upstream.bootstrap, "--listeners", f"PLAINTEXT://127.0.0.1:{self.port}",
                 "--override", f"log.dirs={self.workdir / 'state'}",
@@ -179,7 +189,8 @@ def raw_round(target: Target, args: argparse.Namespace, n: int) -> dict[str, flo
         for _ in range(min(args.count, 3)):
             _raw_read(sock)
         out |= _rates("produce", sent, time.monotonic() - t0, target.endpoint.cpu_seconds() - cpu)
-    topic_id, offsets, got = _raw_topic_id(target.upstream.bootstrap, topic), [0] * 4, 0
+    # (asked of the target: an encrypting proxy learns the topic's id from the Metadata answers it forwards)
+    topic_id, offsets, got = _raw_topic_id(target.endpoint.bootstrap, topic), [0] * 4, 0
     with socket.create_connection(("127.0.0.1", node)) as sock:
         cpu, t0 = target.endpoint.cpu_seconds(), time.monotonic()
         for i in range(args.count // 4):  # (each answer holds a record set of every partition: 4 requests' worth)
@@ -211,12 +222,13 @@ def raw_markdown(results: dict[str, list[dict]], args: argparse.Namespace, load:
              "| target | " + " | ".join(label for _, label in keys) + " |", "|---" * (len(keys) + 1) + "|"]
     for label, rows in results.items():
         lines.append(f"| {label} | " + " | ".join(spread([r[k] for r in rows]) for k, _ in keys) + " |")
-    if METERED in results:
-        lines += ["", f"{METERED} / logway proxy -> Logway, per round: produce MB/s "
-                  f"{spread(ratios(results, METERED, 'logway proxy -> Logway', 'produce_mb_s'))}x, consume MB/s "
-                  f"{spread(ratios(results, METERED, 'logway proxy -> Logway', 'consume_mb_s'))}x, produce CPU "
-                  f"{spread(ratios(results, METERED, 'logway proxy -> Logway', 'produce_cpu_s_per_gb'))}x, consume "
-                  f"CPU {spread(ratios(results, METERED, 'logway proxy -> Logway', 'consume_cpu_s_per_gb'))}x."]
+    for other in (METERED, ENCRYPTING, ENCRYPTING_OTHERS):
+        if other in results:
+            lines += ["", f"{other} / {PLAIN}, per round: produce MB/s "
+                      f"{spread(ratios(results, other, PLAIN, 'produce_mb_s'))}x, consume MB/s "
+                      f"{spread(ratios(results, other, PLAIN, 'consume_mb_s'))}x, produce CPU "
+                      f"{spread(ratios(results, other, PLAIN, 'produce_cpu_s_per_gb'))}x, consume "
+                      f"CPU {spread(ratios(results, other, PLAIN, 'consume_cpu_s_per_gb'))}x."]
     return "\n".join(lines + [""])
 
 
@@ -288,7 +300,7 @@ def markdown(results: dict[str, list[dict]], args: argparse.Namespace, load: tup
         lines.append(f"| {label} | " + " | ".join(spread([r[k] for r in rows]) for k, _ in METRICS) + " |")
     lines += ["", "| comparison | produce | consume | p50 added ms | p99 added ms |", "|---|---|---|---|---|"]
     pairs = [("logway proxy -> Logway", "Logway direct"), (METERED, "Logway direct"),
-             (METERED, "logway proxy -> Logway"), ("logway proxy -> Tansu", "Tansu direct"),
+             (METERED, "logway proxy -> Logway"), (ENCRYPTING, PLAIN), (ENCRYPTING_OTHERS, PLAIN), ("logway proxy -> Tansu", "Tansu direct"),
              ("tansu proxy -> Tansu", "Tansu direct"), ("logway proxy -> Tansu", "tansu proxy -> Tansu")]
     for num, den in pairs:
         if num not in results or den not in results:
@@ -323,7 +335,7 @@ def markdown(results: dict[str, list[dict]], args: argparse.Namespace, load: tup
 
 
 def start_targets(upstreams: list[str], stack: list[Broker], pin: int | None = None,
-                  metrics: bool = False) -> list[Target]:
+                  metrics: bool = False, encryption: bool = False) -> list[Target]:
     """Start each upstream and the proxies in front of it (with ``metrics``, also a `logway proxy` serving its
     per-client metrics in front of Logway); every process started is appended to ``stack`` (and kept on CPU
     ``pin`` if given)."""
@@ -344,6 +356,10 @@ def start_targets(upstreams: list[str], stack: list[Broker], pin: int | None = N
                     Target("logway proxy -> Logway", started(LogwayProxy(scratch_dir("proxy"), lw)), lw)]
         if metrics:
             targets.append(Target(METERED, started(LogwayProxy(scratch_dir("proxy-m"), lw, metrics=True)), lw))
+        if encryption:
+            targets += [Target(ENCRYPTING, started(LogwayProxy(scratch_dir("proxy-e"), lw, encrypt=".*")), lw),
+                        Target(ENCRYPTING_OTHERS, started(LogwayProxy(scratch_dir("proxy-eo"), lw,
+                                                                      encrypt="not-benchmarked-.*")), lw)]
     if "tansu" in upstreams:
         binary = tansu_binary()
         tansu = started(Tansu(scratch_dir("proxy-tansu"), binary))
@@ -371,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
                              "proxy's cost comes out of the clients' CPU on a small machine)")
     parser.add_argument("--metrics", action="store_true",
                         help="also `logway proxy` with metrics.port set (per-client metrics) in front of Logway")
+    parser.add_argument("--encryption", action="store_true",
+                        help="also `logway proxy` with the record-encryption filter in front of Logway (every topic "
+                             "encrypted, and no topic matching)")
     parser.add_argument("--raw", action="store_true",
                         help="a plain socket's pre-built Produce and Fetch requests instead of librdkafka (Logway only)")
     parser.add_argument("--raw-kb", type=int, default=240, help="--raw: KB per record set (4 per request)")
@@ -391,7 +410,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit("--pin needs at least 2 CPUs")
             pin = cpus[-1]
             os.sched_setaffinity(0, cpus[:-1])  # the load generators are children of this process
-        targets = start_targets(upstreams, stack, pin, args.metrics and "logway" in upstreams)
+        targets = start_targets(upstreams, stack, pin, args.metrics and "logway" in upstreams,
+                                args.encryption and "logway" in upstreams)
         results: dict[str, list[dict[str, float]]] = {t.label: [] for t in targets}
         if args.raw:
             targets = [t for t in targets if t.upstream.name == "logway"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from logway.proxy.fetch_walk import fetch_record_sets
-from logway.proxy.filters.base import REQUEST, RESPONSE, Answer, ClientInfo, Filter, Frame
+from logway.proxy.filters.base import REQUEST, RESPONSE, Answer, ClientInfo, Filter, Frame, within
 from logway.proxy.frames import (
     PRODUCE_KEY,
     SIZE,
@@ -41,6 +41,8 @@ class Plan:
     steps: tuple[tuple[Filter, bool, bool], ...]  # (filter, handles the request, handles the response), in order
     decodes_request: bool
     undecoded: tuple[tuple[Filter, None], ...]  # the response's filters when no filter decodes the request
+    inspected: bool = False  # some filter that handles the request looks at its bytes first (wants_request)
+    heads: tuple[Filter, ...] = ()  # the filters that read the response's first bytes
 
 
 class Answered(Exception):  # noqa: N818 - a filter's answer, framed
@@ -69,24 +71,43 @@ class FilterChain:
             steps = tuple((f, f.handles_request(api_key, api_version), f.handles_response(api_key, api_version))
                           for f in self.filters)
             steps = tuple(step for step in steps if step[1] or step[2])
+            heads = tuple(f for f in self.filters if within(f.response_heads, api_key, api_version))
             plan = self._plans[api_key, api_version] = Plan(
                 steps, any(request for _, request, _ in steps),
-                tuple((f, None) for f, _, response in steps if response))
+                tuple((f, None) for f, _, response in steps if response),
+                any(request and f.inspects for f, request, _ in steps), heads)
         return plan
+
+    def wanted(self, plan: Plan, api_key: int, api_version: int, frame: memoryview, pos: int) -> Plan:
+        """``plan`` for this request: without the filters whose ``wants_request`` declines its bytes."""
+        steps = tuple(step for step in plan.steps
+                      if not (step[1] and step[0].inspects and not step[0].wants_request(api_key, api_version,
+                                                                                       frame, pos)))
+        if len(steps) == len(plan.steps):
+            return plan
+        return Plan(steps, any(request for _, request, _ in steps),
+                    tuple((f, None) for f, _, response in steps if response), heads=plan.heads)
 
     # --- requests ---------------------------------------------------------------------------------------
 
-    def request(self, header: RequestHeader, frame: memoryview, pos: int, upstream_correlation_id: int,
-                plan: Plan) -> tuple[bytes | None, Seen]:
-        """The request through the filters that handle it: the frame to forward (None: the client's bytes, as
-        they came) and the filters its response goes through. Raises Answered, or a filter's Disconnect. Sets
-        ``hold``."""
+    async def request(self, header: RequestHeader, frame: memoryview, pos: int, upstream_correlation_id: int,
+                      plan: Plan) -> tuple[bytes | None, Seen]:
+        """The request through the filters that handle it (and want it: ``wanted``): the frame to forward (None:
+        the client's bytes, as they came) and the filters its response goes through. Raises Answered, or a
+        filter's Disconnect. A filter that ``prepares`` is awaited just before its ``on_request``. Sets ``hold``."""
         key, version = header.api_key, header.api_version
+        if plan.inspected:
+            plan = self.wanted(plan, key, version, frame, pos)
+            if not plan.decodes_request:
+                self.hold = 0.0  # no filter saw it: none asked to hold it
+                return None, plan.undecoded
         original = request = decode_request(header, bytes(frame), pos)
         seen: list[tuple[Filter, Any]] = []
         try:
             for f, handles_request, handles_response in plan.steps:
                 if handles_request:
+                    if f.prepares:
+                        await f.prepare(self.client, key, version, request)
                     request = f.on_request(self.client, key, version, request)
                 if handles_response and (not handles_request or f.needs_response(key, version, request)):
                     seen.append((f, request))
@@ -133,6 +154,11 @@ class FilterChain:
         if not seen:
             return True
         return api_key == FETCH_KEY and all(f.may_stream(api_key, api_version) for f, _ in seen)
+
+    def response_head(self, api_key: int, api_version: int, heads: Sequence[Filter], head: bytes) -> None:
+        """A response's first bytes (from its correlation id) to the filters that read them."""
+        for f in heads:
+            f.on_response_head(self.client, api_key, api_version, head)
 
     # --- observers --------------------------------------------------------------------------------------
 

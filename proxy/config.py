@@ -38,6 +38,7 @@ PROXY_DEFAULTS: dict[str, str] = {
     "proxy.virtual.clusters": "",
 }
 VIRTUAL_CLUSTER_KEYS = ("listener", "topic.prefix")
+VIRTUAL_CLUSTERS_DIR = "virtual-clusters"
 UPSTREAM_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 UPSTREAM_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
@@ -112,6 +113,10 @@ class ProxyConfig:
                                 advertised_port=advertised.port, port_offset=self.port_offset,
                                 min_node_id=self.node_ids[0], max_node_id=self.node_ids[1],
                                 address_pattern=self.address_pattern)
+
+    def realm_dir(self, cluster: VirtualCluster) -> Path:
+        """Where a virtual cluster's SCRAM users and ACLs are kept: under the proxy's state dir (log.dirs)."""
+        return Path(self.server.log_dirs[0]) / VIRTUAL_CLUSTERS_DIR / cluster.name
 
     @classmethod
     def load(cls, path: str | Path | None = None, overrides: dict[str, str] | None = None) -> ProxyConfig:

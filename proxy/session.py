@@ -31,7 +31,7 @@ import trio
 from logway.proxy.api_versions import API_VERSIONS, API_VERSIONS_RANGE, Ranges, api_versions_response
 from logway.proxy.chain import FETCH_KEY, Answered, FilterChain, Seen
 from logway.proxy.fetch_walk import FetchWalk
-from logway.proxy.filters.base import REQUEST, RESPONSE, ClientInfo, Disconnect, Filter, Frame
+from logway.proxy.filters.base import REQUEST, RESPONSE, RESPONSE_HEAD, ClientInfo, Disconnect, Filter, Frame
 from logway.proxy.frames import (
     PRODUCE_KEY,
     SIZE,
@@ -73,6 +73,7 @@ class Pending:
     upstream_correlation_id: int = -1
     answer: bytes | None = None  # a whole frame (with size prefix) the proxy answers itself
     seen: Seen = ()  # the filters its response goes through, each with the request it returned
+    heads: tuple = ()  # the filters that read its first bytes
 
 
 class ProxySession(RequestHandler):
@@ -201,12 +202,13 @@ class ProxySession(RequestHandler):
         self._check_advertised(header)
         key, version = header.api_key, header.api_version
         plan = self.chain.plan(key, version)
-        pending = Pending(header.correlation_id, key, version, upstream.next_correlation_id(), seen=plan.undecoded)
+        pending = Pending(header.correlation_id, key, version, upstream.next_correlation_id(), seen=plan.undecoded,
+                          heads=plan.heads)
         expects_response = key != PRODUCE_KEY or produce_expects_response(frame, header, pos)
         out = None
         if plan.decodes_request:
             try:
-                out, pending.seen = self.chain.request(header, frame, pos, pending.upstream_correlation_id, plan)
+                out, pending.seen = await self.chain.request(header, frame, pos, pending.upstream_correlation_id, plan)
             except Answered as answered:
                 await self._hold()
                 if expects_response:  # (an acks=0 Produce gets no answer, as from Kafka)
@@ -403,6 +405,8 @@ class ProxySession(RequestHandler):
         the filters if one of them needs it, else renumbered in place."""
         self._check_correlation_id(pending, frame)
         key, version, seen, chain = pending.api_key, pending.api_version, pending.seen, self.chain
+        if pending.heads:
+            chain.response_head(key, version, pending.heads, bytes(frame[:RESPONSE_HEAD]))
         if chain.observers:
             chain.observe_response(key, version, frame)
         if not seen or not chain.must_decode(key, version, seen, frame):
@@ -438,6 +442,11 @@ class ProxySession(RequestHandler):
         relay = FrameRelay(UpstreamSource(upstream, self.proxy.settings.request_timeout), SIZE.size + size,
                            self._pipe, self.conn.sock, self.conn.send_parts, self.conn,
                            lambda message: UpstreamError(f"{upstream}: {message}"))
+        if pending.heads:
+            await relay.fill(min(SIZE.size + size, SIZE.size + RESPONSE_HEAD))
+            head = bytes(upstream.head(SIZE.size + RESPONSE_HEAD))[SIZE.size:]
+            self._check_correlation_id(pending, head)
+            chain.response_head(pending.api_key, pending.api_version, pending.heads, head)
         await relay.fill(8)
         head = upstream.take(8)
         relay.left -= 8

@@ -4,9 +4,10 @@ a streamed Fetch), and the addresses Metadata and DescribeCluster name teach the
 
 It handles responses only, and only those that carry addresses: Metadata, FindCoordinator and DescribeCluster
 (decoded), Produce v10+ and Fetch v16+ (KIP-951 node_endpoints, a top-level tagged field sent when leadership
-moved), which are decoded only when an upstream host appears in their last bytes (``may_carry_endpoints``, no
-decode), and a large Fetch v16+ is streamed, its tail rewritten in the upstream's number of bytes, whenever
-every broker's rewritten address fits there (same size, or two bytes shorter or more: the padding field).
+moved) and ShareFetch/ShareAcknowledge (KIP-932 node_endpoints, their last field), which are decoded only when
+an upstream host appears in their last bytes (``may_carry_endpoints``, no decode), and a large Fetch v16+ is
+streamed, its tail rewritten in the upstream's number of bytes, whenever every broker's rewritten address fits
+there (same size, or two bytes shorter or more: the padding field).
 It sits last but one in the chain, nearest the upstream after the metrics: every other filter sees the proxy's
 addresses.
 """
@@ -26,6 +27,8 @@ from logway.proxy.rewrite import (
     METADATA,
     NODE_ENDPOINTS_FROM,
     PRODUCE,
+    SHARE_ACKNOWLEDGE,
+    SHARE_FETCH,
     may_carry_endpoints,
     rewrite_addresses,
     upstream_endpoints,
@@ -38,7 +41,8 @@ class AddressRewrite(Filter):
 
     responses = {METADATA: EVERY_VERSION, FIND_COORDINATOR: EVERY_VERSION, DESCRIBE_CLUSTER: EVERY_VERSION,
                  PRODUCE: (NODE_ENDPOINTS_FROM[PRODUCE], EVERY_VERSION[1]),
-                 FETCH: (NODE_ENDPOINTS_FROM[FETCH], EVERY_VERSION[1])}
+                 FETCH: (NODE_ENDPOINTS_FROM[FETCH], EVERY_VERSION[1]),
+                 SHARE_FETCH: EVERY_VERSION, SHARE_ACKNOWLEDGE: EVERY_VERSION}
 
     def __init__(self, cluster: Cluster, addressing: BrokerAddressing) -> None:
         self.cluster = cluster

@@ -16,14 +16,18 @@ raises ``Disconnect``; one that holds requests back (fault injection's latency) 
 for how long in ``request_delay``: the session waits that long before forwarding or answering the request
 (that connection only: its later requests wait behind it, as behind a slow broker, and no other does).
 
-Bytes-level hooks, for what must not cost a decode: ``must_decode`` (a cheap look at a response's bytes before
-decoding it), ``may_stream`` / ``streamed_tail`` (a Fetch response streamed past the filter: it sees only the
+Bytes-level hooks, for what must not cost a decode: ``wants_request`` (a cheap look at a declared request's
+bytes before decoding it: a filter of some topics lets the others' requests pass as bytes), ``must_decode`` (a
+cheap look at a response's bytes before decoding it), ``may_stream`` / ``streamed_tail`` (a Fetch response streamed past the filter: it sees only the
 top-level tagged fields at its end, and must give back as many bytes), and ``observes`` / ``on_frame`` (every
 frame's API, size and, for Produce requests and Fetch responses, each topic's record bytes, counted as the
 frame is read or streamed: never decoded, never held back).
 
 Filters are made per client connection by a factory, so they may keep state for that connection (a factory
-may also hand every connection one shared object, as the metrics do); they never do I/O.
+may also hand every connection one shared object, as the metrics do). They do no I/O in their hooks, but for
+one: a filter that must look something up before it can decide (a schema registry, a remote KMS) sets
+``prepares`` and does it in ``prepare``, awaited before its ``on_request`` (the client's later requests wait
+behind it, as they wait behind the upstream: answers stay in order).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from logway.proxy.api_versions import Ranges  # API key -> (lowest, highest) ver
 from logway.proxy.walk import RecordSets
 
 EVERY_VERSION = (0, 0x7FFF)
+RESPONSE_HEAD = 64  # the bytes of a response ``on_response_head`` gets (fewer when the response is shorter)
 REQUEST, RESPONSE = "request", "response"
 
 
@@ -93,7 +98,8 @@ class Disconnect(Exception):  # noqa: N818 - an instruction to the session, not 
         self.silent = silent
 
 
-def _within(ranges: Ranges, api_key: int, api_version: int) -> bool:
+def within(ranges: Ranges, api_key: int, api_version: int) -> bool:
+    """Whether ``ranges`` declares this API key and version."""
     bounds = ranges.get(api_key)
     return bounds is not None and bounds[0] <= api_version <= bounds[1]
 
@@ -109,16 +115,33 @@ class Filter:
     """Whether ``on_frame`` sees every frame forwarded between the client and the upstream."""
     delays = False
     """Whether ``request_delay`` may hold requests back."""
+    response_heads: Ranges = {}
+    """The responses whose first bytes ``on_response_head`` reads, whole or streamed, before any reach the client."""
+    inspects = False
+    """Whether ``wants_request`` is asked, per declared request, before it is decoded."""
+    prepares = False
+    """Whether ``prepare`` is awaited before ``on_request``."""
 
     def handles_request(self, api_key: int, api_version: int) -> bool:
         """Whether ``on_request`` sees this request: ``requests`` declares it (asked once per API key and version
         per connection)."""
-        return _within(self.requests, api_key, api_version)
+        return within(self.requests, api_key, api_version)
 
     def handles_response(self, api_key: int, api_version: int) -> bool:
         """Whether ``on_response`` may need this response: ``responses`` declares it (a filter may narrow it by
         version, asked once per API key and version per connection)."""
-        return _within(self.responses, api_key, api_version)
+        return within(self.responses, api_key, api_version)
+
+    def wants_request(self, api_key: int, api_version: int, frame: memoryview, body: int) -> bool:
+        """When ``inspects``: a declared request's bytes before any decode (``frame`` without its size prefix, its
+        body from ``body``; the client's bytes, hostile). False when they hold nothing for this filter: neither
+        its ``on_request`` nor its ``on_response`` sees this request (if no other filter wants it, it passes as
+        bytes)."""
+        return True
+
+    async def prepare(self, client: ClientInfo, api_key: int, api_version: int, request: Any) -> None:
+        """When ``prepares``: awaited before ``on_request`` with the same request, for the lookups ``on_request``
+        needs (bounded in time by the filter; ``on_request`` then decides without waiting)."""
 
     def on_request(self, client: ClientInfo, api_key: int, api_version: int, request: Any) -> Any:
         """Return the request to forward (the same object, changed, or a new one), or raise ``Answer``."""
@@ -156,6 +179,11 @@ class Filter:
         """Return the response to send to the client. ``request`` is what this filter returned for it (or the
         request as it passed this filter, None when no filter decoded it)."""
         return response
+
+    def on_response_head(self, client: ClientInfo, api_key: int, api_version: int, head: bytes) -> None:
+        """The first bytes (at most RESPONSE_HEAD, from the correlation id on) of a response declared in
+        ``response_heads``, never decoded: read what sits at fixed places (a Fetch response's session id).
+        MalformedRequest closes the client connection."""
 
     def on_frame(self, client: ClientInfo, frame: Frame) -> None:
         """Watch one frame forwarded (an observer only; answers a filter gives are not frames)."""

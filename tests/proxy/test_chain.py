@@ -9,6 +9,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+import trio
 
 from logway.proxy.chain import Answered, FilterChain
 from logway.proxy.config import ProxyConfig
@@ -16,6 +17,8 @@ from logway.proxy.filters.acl import AclFilter
 from logway.proxy.filters.address_rewrite import AddressRewrite
 from logway.proxy.filters.base import Answer, ClientInfo, Filter
 from logway.proxy.filters.client_metrics import ClientMetrics
+from logway.proxy.filters.ownership import OwnershipFilter
+from logway.proxy.filters.realm_users import RealmUsersFilter
 from logway.proxy.filters.tenant import TenantFilter
 from logway.proxy.frames import decode_response, encode_request, encode_response_frame, read_request_header
 from logway.proxy.server import Proxy
@@ -68,7 +71,7 @@ def test_only_the_declared_requests_and_versions_are_decoded() -> None:
     assert not chain.plan(FIND_COORDINATOR, 4).decodes_request  # nobody declared it: bytes only
     header, frame, pos = _metadata_frame(12)
     plan = chain.plan(METADATA, 12)
-    out, seen = chain.request(header, frame, pos, 99, plan)
+    out, seen = trio.run(chain.request, header, frame, pos, 99, plan)
     assert calls == [("new", "request", 12)] and seen == []
     assert read_request_header(out)[0].correlation_id == 99  # re-encoded with the proxy's upstream id
     assert chain.plan(METADATA, 12) is plan  # asked once per API key and version
@@ -81,7 +84,7 @@ def test_responses_go_through_the_filters_that_want_them_last_first() -> None:
                          Recorder("b", calls, requests=both, responses=both, needs=False),
                          Recorder("c", calls, responses=both)], CLIENT)
     header, frame, pos = _metadata_frame(12)
-    _, seen = chain.request(header, frame, pos, 99, chain.plan(METADATA, 12))
+    _, seen = trio.run(chain.request, header, frame, pos, 99, chain.plan(METADATA, 12))
     assert [f.name for f, _ in seen] == ["a", "c"]  # b did not need this one
     assert seen[0][1].allow_auto_topic_creation is False  # a gets the request it returned
     calls.clear()
@@ -107,7 +110,7 @@ def test_an_answer_goes_back_through_the_filters_before_the_one_that_gave_it() -
                          Recorder("never", calls, requests=both, responses=both)], CLIENT)
     header, frame, pos = _metadata_frame(12)
     with pytest.raises(Answered) as answered:
-        chain.request(header, frame, pos, 99, chain.plan(METADATA, 12))
+        trio.run(chain.request, header, frame, pos, 99, chain.plan(METADATA, 12))
     assert calls == [("first", "request", 12), ("answers", "request", 12), ("first", "response", False)]
     response = decode_response(METADATA, 12, answered.value.frame)
     assert response.cluster_id == "proxy<first"
@@ -125,5 +128,6 @@ def test_the_proxys_chain_is_tenant_acls_own_addresses_metrics(tmp_path) -> None
     own = Filter()
     proxy = Proxy(config, {"TENANT": [lambda client: own]})
     chain = [factory(CLIENT) for factory in proxy.filter_chain("TENANT")]
-    assert [type(f) for f in chain] == [TenantFilter, AclFilter, Filter, AddressRewrite, ClientMetrics]
-    assert chain[2] is own
+    assert [type(f) for f in chain] == [TenantFilter, AclFilter, OwnershipFilter, RealmUsersFilter, Filter,
+                                        AddressRewrite, ClientMetrics]
+    assert chain[4] is own
