@@ -77,10 +77,11 @@ class Proxy:
         2. the ACL filter (when an authorizer is configured), with the ACLs of the listener's realm: it checks the
            full names, and its denials pass back through the tenant filter, which strips them;
            then, on a virtual cluster's listener or under ACLs (where clients are not all one), the ownership
-           filter (fetch sessions and producer ids kept to the client they were handed to), and on a virtual
-           cluster's listener its own SCRAM users (answered from its realm);
+           filter (fetch sessions and producer ids kept to the client they were handed to);
         3. the configured filters (``proxy.filters``, then the virtual cluster's ``filters``, in the order named),
-           then the listener's own (``filter_factories``, given by code), in the order given;
+           then, on a virtual cluster's listener, its own SCRAM users (answered from its realm: after the
+           configured filters, so an audit filter sees those changes), then the listener's own
+           (``filter_factories``, given by code), in the order given;
         4. address rewriting: nearest the upstream but for the metrics, so every filter before it sees the
            proxy's broker addresses, never the upstream's;
         5. the per-client metrics (metrics.port): last, they count the frames as exchanged with the upstream
@@ -97,9 +98,9 @@ class Proxy:
             chain.append(acl_filter_factory(realm.authorizer, self.audits.get(listener, NO_AUDIT)))
         if tenant is not None or realm.authorizer is not None:
             chain.append(ownership_filter_factory(self.owned_ids))
+        chain += self._named_chain(listener)
         if tenant is not None:
             chain.append(realm_users_factory(realm))
-        chain += self._named_chain(listener)
         chain += self.filter_factories.get(listener, [])
         chain.append(address_rewrite_factory(self.cluster, self.addressing[listener]))
         if self.metrics is not None:

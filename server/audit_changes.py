@@ -6,7 +6,8 @@ filter), so the log says what happened, not only what was asked.
 APIs (by key): CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords, AlterConfigs,
 IncrementalAlterConfigs, CreateAcls, DeleteAcls (one event per ACL deleted, or per filter that failed),
 AlterUserScramCredentials (never the salt or salted password), AlterClientQuotas, DeleteGroups, OffsetDelete,
-and EndTxn when it aborts. validate_only requests change nothing and are not events. Config values whose
+AlterShareGroupOffsets and DeleteShareGroupOffsets (KIP-932: a share group's start offsets reset or its state of
+whole topics forgotten), and EndTxn when it aborts. validate_only requests change nothing and are not events. Config values whose
 names look like secrets (passwords, JAAS configs) are written as "[hidden]".
 """
 
@@ -24,6 +25,7 @@ from logway.wire.errors import ErrorCode
 CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, END_TXN, CREATE_ACLS, DELETE_ACLS = 19, 20, 21, 26, 30, 31
 ALTER_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE = 33, 37, 42, 44, 47
 ALTER_CLIENT_QUOTAS, ALTER_USER_SCRAM_CREDENTIALS = 49, 51
+ALTER_SHARE_GROUP_OFFSETS, DELETE_SHARE_GROUP_OFFSETS = 91, 92
 
 # Kafka's ConfigResource.Type, IncrementalAlterConfigs' OpType and ScramMechanism codes.
 CONFIG_RESOURCE_TYPES = {2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
@@ -181,6 +183,28 @@ def _offset_delete(client: Client, action: str, request: Any, response: Any) -> 
             yield _event(client, action, "GROUP", request.group_id, error, topic=topic.name, partitions=partitions)
 
 
+def _alter_share_group_offsets(client: Client, action: str, request: Any, response: Any) -> Iterator[Event]:
+    if response.error_code != 0:  # the group refused as a whole (NON_EMPTY_GROUP, GROUP_AUTHORIZATION_FAILED, ...)
+        yield _event(client, action, "GROUP", request.group_id, response.error_code, response.error_message,
+                     topics=[t.topic_name for t in request.topics])
+        return
+    asked = {(t.topic_name, p.partition_index): p.start_offset for t in request.topics for p in t.partitions}
+    for topic in response.responses:
+        for error, partitions in _by_error(topic.partitions).items():
+            yield _event(client, action, "GROUP", request.group_id, error, topic=topic.topic_name,
+                         partitions=partitions, start_offsets=[asked.get((topic.topic_name, p)) for p in partitions])
+
+
+def _delete_share_group_offsets(client: Client, action: str, request: Any, response: Any) -> Iterator[Event]:
+    if response.error_code != 0:
+        yield _event(client, action, "GROUP", request.group_id, response.error_code, response.error_message,
+                     topics=[t.topic_name for t in request.topics])
+        return
+    for topic in response.responses:
+        yield _event(client, action, "GROUP", request.group_id, topic.error_code, topic.error_message,
+                     topic=topic.topic_name)
+
+
 def _by_error(partitions: Any) -> dict[int, list[int]]:
     out: dict[int, list[int]] = {}
     for p in partitions:
@@ -199,7 +223,8 @@ _CHANGES: dict[int, Changes] = {
     DELETE_RECORDS: _delete_records, ALTER_CONFIGS: _alter_configs, INCREMENTAL_ALTER_CONFIGS: _incremental_alter_configs,
     CREATE_ACLS: _create_acls, DELETE_ACLS: _delete_acls, ALTER_USER_SCRAM_CREDENTIALS: _alter_user_scram_credentials,
     ALTER_CLIENT_QUOTAS: _alter_client_quotas, DELETE_GROUPS: _delete_groups, OFFSET_DELETE: _offset_delete,
-    END_TXN: _end_txn,
+    END_TXN: _end_txn, ALTER_SHARE_GROUP_OFFSETS: _alter_share_group_offsets,
+    DELETE_SHARE_GROUP_OFFSETS: _delete_share_group_offsets,
 }
 CHANGE_APIS = frozenset(_CHANGES)
 """The API keys whose requests change something the audit log records."""

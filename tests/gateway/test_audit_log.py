@@ -5,6 +5,7 @@ data (tests/gateway/audit_scenario.py)."""
 
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
 
@@ -13,9 +14,11 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from logway.gateway.in_process import InProcessGateway
+from logway.server.security.authorizer import AclBinding, Operation, PatternType, Permission, ResourceType
 
 sys.path.insert(0, str(Path(__file__).parent))
 from audit_scenario import check, events, failed_login, perform  # noqa: E402
+from raw_requests import exchange  # noqa: E402
 from tls_certs import make_certs  # noqa: E402
 
 PLAIN = ('org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret" '
@@ -94,5 +97,37 @@ def test_aborted_transactions_are_audited_whether_the_client_or_the_timeout_abor
         assert "principal" not in timed_out  # no client asked for it
         assert timed_out["details"]["reason"] == "timed out after transaction.timeout.ms=1000"
         assert b"never committed" not in audit.read_bytes()
+    finally:
+        gateway.stop()
+
+
+def test_share_group_offset_resets_and_deletes_are_audited_and_a_denied_topic_too(tmp_path):
+    """KIP-932's admin changes (kafka-share-groups --reset-offsets / --delete-offsets) under ACLs: User:ANONYMOUS
+    may READ and DELETE group "sg" and READ topic "open", not "closed"."""
+    audit = tmp_path / "audit.log"
+    gateway = InProcessGateway(tmp_path / "data", {
+        "audit.log.file": str(audit), "offsets.topic.num.partitions": "1",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}).start()
+    try:
+        for topic in ("open", "closed"):
+            gateway.broker.logs.create_topic(topic, 2)
+        for kind, name, operation in ((ResourceType.GROUP, "sg", Operation.READ),
+                                      (ResourceType.GROUP, "sg", Operation.DELETE),
+                                      (ResourceType.TOPIC, "open", Operation.READ)):
+            gateway.broker.authorizer.add(AclBinding(kind, name, PatternType.LITERAL, "User:ANONYMOUS", "*",
+                                                     operation, Permission.ALLOW))
+        with socket.create_connection(("127.0.0.1", gateway.port), timeout=10) as s:
+            exchange(s, 91, 0, {"group_id": "sg", "topics": [
+                {"topic_name": t, "partitions": [{"partition_index": 1, "start_offset": 0}]} for t in ("open", "closed")]})
+            exchange(s, 92, 0, {"group_id": "sg", "topics": [{"topic_name": "open"}]})
+        (reset,) = events(audit, lambda e: e.get("action") == "AlterShareGroupOffsets" and e["event"] == "change")
+        assert (reset["outcome"], reset["principal"], reset["resource_type"], reset["resource_name"],
+                reset["details"]) == ("success", "User:ANONYMOUS", "GROUP", "sg",
+                                      {"topic": "open", "partitions": [1], "start_offsets": [0]})
+        (denied,) = events(audit, lambda e: e["event"] == "authorization")
+        assert (denied["action"], denied["operation"], denied["resource_type"], denied["resource_name"]) == (
+            "AlterShareGroupOffsets", "READ", "TOPIC", "closed")
+        (deleted,) = events(audit, lambda e: e.get("action") == "DeleteShareGroupOffsets")
+        assert (deleted["outcome"], deleted["resource_name"], deleted["details"]) == ("success", "sg", {"topic": "open"})
     finally:
         gateway.stop()

@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
 from logway.server.security.authorizer import AclBinding, Authorizer, Operation, PatternType, Permission, ResourceType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gateway"))
-from audit_scenario import check, perform  # noqa: E402
+from audit_scenario import check, events, perform  # noqa: E402
 
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule required"
 AUTHORIZER = "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -49,6 +50,28 @@ def test_the_proxy_writes_one_line_for_each_audited_operation(processes, tmp_pat
                 "sasl.username": user, "sasl.password": password, **extra}
     perform(conf, "audited-proxy", "audited-proxy-group")
     check(audit, "audited-proxy", "audited-proxy-group")
+
+
+def test_a_virtual_clusters_users_answered_by_the_proxy_are_audited_too(processes, logway_upstream, tmp_path):
+    """A tenant's SCRAM users live in its virtual cluster's realm and the proxy answers their APIs itself
+    (proxy/filters/realm_users.py): the audit filter still writes the change."""
+    audit = tmp_path / "tenant-audit.log"
+    proxy = processes["proxy"](
+        logway_upstream.bootstrap, "--override", "proxy.virtual.clusters=t",
+        "--override", "proxy.virtual.cluster.t.listener=PLAINTEXT",
+        "--override", "proxy.virtual.cluster.t.topic.prefix=tenant-t.",
+        "--override", "proxy.filters=audit", "--override", "proxy.filter.audit.type=audit",
+        "--override", f"proxy.filter.audit.file={audit}").start()
+    proxy.wait_node_port(1)
+    admin = AdminClient({"bootstrap.servers": proxy.bootstrap})
+    upsert = UserScramCredentialUpsertion("carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
+                                          b"carol-secret")
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(15)
+    (changed,) = events(audit, lambda e: e.get("action") == "AlterUserScramCredentials")
+    assert (changed["outcome"], changed["resource_type"], changed["resource_name"], changed["details"]) == (
+        "success", "USER", "carol", {"credentials": [{"upsert": "SCRAM-SHA-256", "iterations": 4096}]})
+    assert b"carol-secret" not in audit.read_bytes()
 
 
 def test_an_audit_file_the_proxy_cannot_open_stops_it_with_one_line(tmp_path):

@@ -87,3 +87,28 @@ def test_offset_deletes_quotas_and_timeouts():
         "CLIENT_QUOTA", "user=bob", {"ops": [{"key": "producer_byte_rate", "value": 1024.0}]})
     timed_out = transaction_timed_out("t", 7, 1, 60000)
     assert "principal" not in timed_out and timed_out["details"]["result"] == "ABORT"
+
+
+def test_share_group_offset_resets_and_deletes_give_each_topics_outcome():
+    """KIP-932's AlterShareGroupOffsets (kafka-share-groups --reset-offsets) and DeleteShareGroupOffsets
+    (--delete-offsets): per topic, with the offsets asked for; a group refused as a whole is one event."""
+    events = _events(91, 0, {"group_id": "sg", "topics": [
+        {"topic_name": "t", "partitions": [{"partition_index": 0, "start_offset": 5},
+                                           {"partition_index": 1, "start_offset": 7}]}]},
+                     {"error_code": 0, "responses": [{"topic_name": "t", "topic_id": uuid.uuid4(), "partitions": [
+                         {"partition_index": 0, "error_code": 0}, {"partition_index": 1, "error_code": 3}]}]})
+    assert [(e["action"], e["resource_type"], e["resource_name"], e["details"], e.get("error")) for e in events] == [
+        ("AlterShareGroupOffsets", "GROUP", "sg", {"topic": "t", "partitions": [0], "start_offsets": [5]}, None),
+        ("AlterShareGroupOffsets", "GROUP", "sg", {"topic": "t", "partitions": [1], "start_offsets": [7]},
+         "UNKNOWN_TOPIC_OR_PARTITION")]
+    events = _events(92, 0, {"group_id": "sg", "topics": [{"topic_name": "t"}, {"topic_name": "u"}]},
+                     {"error_code": 0, "responses": [
+                         {"topic_name": "t", "topic_id": uuid.uuid4(), "error_code": 0},
+                         {"topic_name": "u", "topic_id": None, "error_code": 3, "error_message": "unknown"}]})
+    assert [(e["action"], e["details"], e.get("error")) for e in events] == [
+        ("DeleteShareGroupOffsets", {"topic": "t"}, None),
+        ("DeleteShareGroupOffsets", {"topic": "u"}, "UNKNOWN_TOPIC_OR_PARTITION")]
+    (refused,) = _events(92, 0, {"group_id": "sg", "topics": [{"topic_name": "t"}]},
+                         {"error_code": 68, "error_message": "members", "responses": []})
+    assert (refused["resource_name"], refused["details"], refused.get("error")) == (
+        "sg", {"topics": ["t"]}, "NON_EMPTY_GROUP")
