@@ -150,3 +150,20 @@ def test_client_ids_are_targeted_by_pattern():
 def test_settings_that_cannot_work_are_one_config_error(values, message):
     with pytest.raises(ConfigError, match=message):
         _filter(**values)
+
+
+@pytest.mark.parametrize(("name", "key", "version", "data"), [
+    ("ConsumerGroupHeartbeat", 68, 1, {"group_id": "g", "member_id": "m", "member_epoch": 0,
+                                       "rebalance_timeout": 1000, "subscribed_topic_names": ["t"],
+                                       "topic_partitions": []}),
+    ("ShareGroupHeartbeat", 76, 1, {"group_id": "g", "member_id": "m", "member_epoch": 0,
+                                    "subscribed_topic_names": ["t"]}),
+    ("AlterShareGroupOffsets", 91, 0, {"group_id": "g", "topics": [
+        {"topic_name": "t", "partitions": [{"partition_index": 0, "start_offset": 0}]}]}),
+])
+def test_kip848_and_share_group_requests_get_the_error_from_the_proxy(name, key, version, data):
+    """The group APIs of KIP-848 and KIP-932 are refused in their own shape (the ACL rules' GROUP refusal)."""
+    fault = _filter(apis=name, error="COORDINATOR_NOT_AVAILABLE")
+    with pytest.raises(Answer) as answered:
+        fault.on_request(CLIENT, key, version, build_message(request_type(key, version), data))
+    assert answered.value.response.error_code == ErrorCode.coordinator_not_available
