@@ -94,6 +94,8 @@ def _with_error(message: Any, error: ErrorCode) -> Any:
             changes[f.name] = error
             if hasattr(message, "error_message"):
                 changes["error_message"] = None
+            if getattr(message, "records", b"") is None:
+                changes["records"] = b""  # (the ACL rules' Fetch refusal: see _fail)
         elif isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
             changes[f.name] = tuple(_with_error(entry, error) for entry in value)
     return dataclasses.replace(message, **changes) if changes else message
@@ -176,7 +178,7 @@ def topic_name(entry: Any, name_of: Callable[[uuid.UUID], str | None]) -> str | 
 
 
 def _fail(message: Any, error: ErrorCode) -> Any:
-    """``error`` in the deepest error codes of ``message`` (each partition of each topic), its records dropped;
+    """``error`` in the deepest error codes of ``message`` (each partition of each topic), its records emptied;
     at its top when its type has no entries that carry errors."""
     nested = _nested_with_errors(type(message))
     if nested:
@@ -187,7 +189,9 @@ def _fail(message: Any, error: ErrorCode) -> Any:
     if hasattr(message, "error_message"):
         changes["error_message"] = None
     if hasattr(message, "records"):
-        changes["records"] = None
+        # Kafka answers an errored partition with MemoryRecords.EMPTY, never null: librdkafka reads a null
+        # Fetch record set as "invalid MessageSetSize -1", the Java share consumer closes on a null ShareFetch one.
+        changes["records"] = b""
     return dataclasses.replace(message, **changes)
 
 

@@ -91,7 +91,7 @@ def test_topics_named_by_id_fail_the_upstreams_answer_once_metadata_taught_the_i
         for topic_id in (orders, other)]})
     failed = fault.on_response(CLIENT, FETCH, 17, forwarded, answer)
     assert [(t.topic_id, p.error_code, p.records) for t in failed.responses for p in t.partitions] == [
-        (orders, NOT_LEADER, None), (other, 0, b"RECORDS")]
+        (orders, NOT_LEADER, b""), (other, 0, b"RECORDS")]  # empty records, as Kafka's, not null
     assert failed.error_code == 0  # the partitions', not the whole response's
 
 
@@ -167,3 +167,16 @@ def test_kip848_and_share_group_requests_get_the_error_from_the_proxy(name, key,
     with pytest.raises(Answer) as answered:
         fault.on_request(CLIENT, key, version, build_message(request_type(key, version), data))
     assert answered.value.response.error_code == ErrorCode.coordinator_not_available
+
+
+def test_a_fetch_refused_before_the_upstream_carries_empty_records_not_null():
+    fault = _filter(apis="Fetch", topics="orders", error="NOT_LEADER_OR_FOLLOWER")
+    fetch = build_message(request_type(FETCH, 12), {"max_wait": 500, "min_bytes": 1, "topics": [
+        {"topic": t, "partitions": [{"partition": 0, "fetch_offset": 0}]} for t in ("orders", "other")]})
+    forwarded = fault.on_request(CLIENT, FETCH, 12, fetch)
+    assert [t.topic for t in forwarded.topics] == ["other"]
+    answer = build_message(response_type(FETCH, 12), {"responses": [
+        {"topic": "other", "partitions": [{"partition_index": 0, "high_watermark": 9, "records": b"RECORDS"}]}]})
+    finished = fault.on_response(CLIENT, FETCH, 12, forwarded, answer)
+    assert sorted((t.topic, p.error_code, p.records) for t in finished.responses for p in t.partitions) == [
+        ("orders", NOT_LEADER, b""), ("other", 0, b"RECORDS")]
