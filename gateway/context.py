@@ -43,6 +43,9 @@ class RequestContext:
     frame: memoryview | bytearray
     body_pos: int
     decision: Decision | None = None
+    # A controller_mutation_rate throttle a handler met (CreateTopics, CreatePartitions, DeleteTopics): the answer
+    # carries the longer of it and the request_percentage one (gateway/throttling.py).
+    throttle_ms: int = 0
 
     @property
     def version(self) -> int:

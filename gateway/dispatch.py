@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from logway.gateway.apis import api_versions
 from logway.gateway.apis.registry import APIS, Api
 from logway.gateway.context import RequestContext
+from logway.gateway.throttling import throttle_answer
 from logway.server.connection import Connection, RequestHandler
 from logway.server.security.request_acls import NO_ACL, RULES, authorize_request
 from logway.wire.fetch import Chunk
@@ -72,10 +73,13 @@ async def dispatch(broker: Broker, conn: Connection, frame: memoryview | bytearr
     request: Any = None if api.raw else decode_body(header.api_key, header.api_version, bytes(frame), ctx.body_pos)
     try:
         if conn.realm.authorizer is not None and header.api_key in _CHECKED:
-            return await _serve_checked(ctx, api, request)
-        result = await api.handle(ctx, request)
+            result = await _serve_checked(ctx, api, request)
+        else:
+            result = await api.handle(ctx, request)
         if result is None or isinstance(result, list):  # Fetch's chunks, acks=0 Produce's nothing
             return result
+        if broker.quotas.request.enabled or ctx.throttle_ms:  # (RAW APIs throttle themselves)
+            result = throttle_answer(ctx, result)
         return [encode_response(header.api_key, header.api_version, header.correlation_id, result)]
     except MalformedRequest:
         raise
@@ -84,17 +88,17 @@ async def dispatch(broker: Broker, conn: Connection, frame: memoryview | bytearr
         raise
 
 
-async def _serve_checked(ctx: RequestContext, api: Api, request: Any) -> list[Chunk] | None:
+async def _serve_checked(ctx: RequestContext, api: Api, request: Any) -> Any:
     """Kafka's ACL rules for the request: answered by them alone, or served in part and finished by them."""
     header = ctx.header
     decision = authorize_request(header.api_key, header.api_version, request, ctx.acl)
     if decision.request is None:
-        return [encode_response(header.api_key, header.api_version, header.correlation_id, decision.response)]
+        return decision.response
     ctx.decision = decision
     result = await api.handle(ctx, decision.request)
     if result is None or isinstance(result, list):
         return result
-    return [encode_response(header.api_key, header.api_version, header.correlation_id, decision.finish(result))]
+    return decision.finish(result)
 
 
 def _unsupported_version(api: Api, header: RequestHeader) -> list[Chunk]:

@@ -1,0 +1,222 @@
+"""Issue 28's check: a client id held to its byte-rate quota beside an unthrottled client, on Logway and Kafka.
+
+`python -m bench.quotas` (about 3 minutes per broker): for each broker (Apache Kafka 4.3.1 and Logway; with
+`--proxy`, also Logway's proxy in front of a Logway broker that has no quotas, the quota set on the proxy's
+virtual cluster instead) it creates a topic, gives client id ``slow`` ``producer_byte_rate`` and
+``consumer_byte_rate`` of ``--rate`` bytes a second with Kafka's own ``kafka-configs`` (the proxy: its
+``proxy.virtual.cluster.<name>.quota.*`` settings), then runs, ``--seconds`` each:
+
+- produce: client ids ``slow`` and ``fast`` at once, each a librdkafka producer sending 16 KiB values flat out
+  (acks=1, linger.ms=5);
+- consume: ``slow`` and ``fast`` at once, each a librdkafka consumer reading the topic from its start.
+
+It prints each client's MiB/s over the last 10 s (after Kafka's burst: a fresh client may take
+``(quota.window.num - 1) x quota`` bytes at once) and over the whole run, the throttle time the client was told
+(librdkafka's throttle_cb: the throttle times reported, each change once, and the longest), and the fast/slow ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import sys
+import time
+from pathlib import Path
+
+from bench.procs import Kafka, Logway, free_port_block, scratch_dir
+
+TOPIC = "quota-bench"
+VALUE = 16 * 1024
+MiB = 1024 * 1024
+
+
+def _on_throttle(totals: dict):
+    """A librdkafka throttle_cb counting the throttle times the broker reported (one event per change)."""
+    def on_throttle(event) -> None:
+        ms = int(event.throttle_time * 1000)
+        if ms > 0:
+            totals["throttled"] += 1
+            totals["sum_ms"] += ms
+            totals["max_ms"] = max(totals["max_ms"], ms)
+    return on_throttle
+
+
+def produce(spec: dict) -> dict:
+    """One client id producing flat out for ``seconds``: delivered bytes per second, throttle statistics."""
+    from confluent_kafka import Producer
+
+    seconds = spec["seconds"]
+    per_second = [0] * (seconds + 1)
+    throttle = {"throttled": 0, "sum_ms": 0, "max_ms": 0}
+    start = [0.0]
+
+    def delivered(err, msg) -> None:
+        if err is None:
+            slot = int(time.monotonic() - start[0])
+            if slot <= seconds:
+                per_second[slot] += len(msg.value())
+
+    producer = Producer({"bootstrap.servers": spec["bootstrap"], "client.id": spec["client_id"], "acks": "1",
+                         "linger.ms": 5, "throttle_cb": _on_throttle(throttle), "queue.buffering.max.kbytes": 64 * 1024,
+                         "message.timeout.ms": 300_000, "on_delivery": delivered})
+    producer.list_topics(TOPIC, timeout=30)
+    value = bytes(range(256)) * (VALUE // 256)
+    start[0] = time.monotonic()
+    deadline = start[0] + seconds
+    while time.monotonic() < deadline:
+        try:
+            producer.produce(TOPIC, value)
+        except BufferError:
+            producer.poll(0.01)
+        else:
+            producer.poll(0)
+    producer.poll(0.5)
+    producer.purge()
+    producer.flush(5)
+    return {"per_second": per_second[:seconds], "throttle": throttle}
+
+
+def consume(spec: dict) -> dict:
+    """One client id reading the topic from its start for ``seconds``: bytes per second, throttle statistics."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    seconds = spec["seconds"]
+    per_second = [0] * (seconds + 1)
+    throttle = {"throttled": 0, "sum_ms": 0, "max_ms": 0}
+    consumer = Consumer({"bootstrap.servers": spec["bootstrap"], "client.id": spec["client_id"],
+                         "group.id": f"bench-{spec['client_id']}", "enable.auto.commit": False,
+                         "throttle_cb": _on_throttle(throttle)})
+    consumer.list_topics(TOPIC, timeout=30)
+    consumer.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
+    start = time.monotonic()
+    deadline = start + seconds
+    while (now := time.monotonic()) < deadline:
+        messages = consumer.consume(1000, 0.2)
+        slot = int(time.monotonic() - start)
+        if slot <= seconds:
+            per_second[slot] += sum(len(m.value() or b"") for m in messages if m.error() is None)
+    consumer.close()
+    return {"per_second": per_second[:seconds], "throttle": throttle, "ended": now}
+
+
+def _run_pair(fn, bootstrap: str, seconds: int) -> dict[str, dict]:
+    """``fn`` for client ids slow and fast at once, each in its own process."""
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(2) as pool:
+        jobs = {cid: pool.apply_async(fn, ({"bootstrap": bootstrap, "client_id": cid, "seconds": seconds},))
+                for cid in ("slow", "fast")}
+        return {cid: job.get(timeout=seconds + 120) for cid, job in jobs.items()}
+
+
+def _create_topic(bootstrap: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        meta = admin.list_topics(TOPIC, timeout=10).topics.get(TOPIC)
+        if meta is not None and meta.error is None and meta.partitions and meta.partitions[0].leader >= 0:
+            return
+        time.sleep(0.2)
+
+
+def set_quota_with_kafka_configs(bootstrap: str, client_id: str, rate: int) -> None:
+    """``kafka-configs --alter --add-config producer_byte_rate=...,consumer_byte_rate=... --entity-type clients``."""
+    from compat_tests.kafka.cluster import java
+
+    proc = java("kafka.admin.ConfigCommand", "--bootstrap-server", bootstrap, "--alter", "--add-config",
+                f"producer_byte_rate={rate},consumer_byte_rate={rate}", "--entity-type", "clients",
+                "--entity-name", client_id)
+    if proc.returncode != 0:
+        raise RuntimeError(f"kafka-configs failed: {proc.stdout}{proc.stderr}")
+
+
+def _summary(result: dict, seconds: int) -> dict:
+    per_second = result["per_second"]
+    tail = per_second[-10:] if seconds >= 10 else per_second
+    throttle = result["throttle"]
+    return {"last10_mib_s": sum(tail) / len(tail) / MiB, "all_mib_s": sum(per_second) / seconds / MiB,
+            "throttled": throttle["throttled"], "max_throttle_ms": throttle["max_ms"],
+            "per_second_mib": [round(b / MiB, 2) for b in per_second]}
+
+
+def measure(name: str, bootstrap: str, set_quota, seconds: int) -> dict:
+    """The produce and consume phases against one endpoint (its topic created, the quota set by ``set_quota``)."""
+    _create_topic(bootstrap)
+    set_quota()
+    time.sleep(1)  # Kafka applies a quota change through its metadata log: let it arrive
+    out = {}
+    for phase, fn in (("produce", produce), ("consume", consume)):
+        results = _run_pair(fn, bootstrap, seconds)
+        out[phase] = {cid: _summary(r, seconds) for cid, r in results.items()}
+        slow, fast = out[phase]["slow"], out[phase]["fast"]
+        ratio = fast["last10_mib_s"] / max(slow["last10_mib_s"], 1e-9)
+        print(f"{name} {phase}: slow {slow['last10_mib_s']:.2f} MiB/s over the last 10 s ({slow['all_mib_s']:.2f} "
+              f"over {seconds} s, {slow['throttled']} throttled responses, max {slow['max_throttle_ms']} ms); fast "
+              f"{fast['last10_mib_s']:.1f} MiB/s ({fast['throttled']} throttled); fast/slow {ratio:.1f}x",
+              flush=True)
+        print(f"  slow per second: {slow['per_second_mib']}", flush=True)
+    return out
+
+
+def run_kafka(args: argparse.Namespace) -> dict:
+    kafka = Kafka(scratch_dir("kafka"))
+    kafka.start()
+    try:
+        return measure("kafka", kafka.bootstrap, lambda: set_quota_with_kafka_configs(kafka.bootstrap, "slow",
+                                                                                       args.rate), args.seconds)
+    finally:
+        kafka.cleanup()
+
+
+def run_logway(args: argparse.Namespace) -> dict:
+    logway = Logway(scratch_dir("logway"))
+    logway.start()
+    try:
+        return measure("logway", logway.bootstrap, lambda: set_quota_with_kafka_configs(logway.bootstrap, "slow",
+                                                                                         args.rate), args.seconds)
+    finally:
+        logway.cleanup()
+
+
+def run_proxy(args: argparse.Namespace) -> dict:
+    """Logway's proxy in front of a Logway broker without quotas: the tenant's quota is the proxy's."""
+    from bench.proxy_procs import LogwayProxy
+
+    upstream = Logway(scratch_dir("upstream"))
+    upstream.start()
+    base = free_port_block(3)
+    proxy = LogwayProxy(scratch_dir("proxy"), upstream.bootstrap, base, {
+        "proxy.virtual.clusters": "t",
+        "proxy.virtual.cluster.t.listener": "PLAINTEXT",
+        "proxy.virtual.cluster.t.topic.prefix": "t-",
+        "proxy.virtual.cluster.t.quota.client.id": "slow",
+        "proxy.virtual.cluster.t.quota.producer_byte_rate": str(args.rate),
+        "proxy.virtual.cluster.t.quota.consumer_byte_rate": str(args.rate),
+    })
+    proxy.start()
+    try:
+        return measure("proxy", proxy.bootstrap, lambda: None, args.seconds)
+    finally:
+        proxy.cleanup()
+        upstream.cleanup()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.quotas", description=__doc__.split("\n")[0])
+    p.add_argument("--seconds", type=int, default=15)
+    p.add_argument("--rate", type=int, default=MiB, help="the slow client's byte-rate quotas (bytes a second)")
+    p.add_argument("--brokers", default="kafka,logway", help="kafka, logway, proxy (comma-separated)")
+    p.add_argument("--json", type=Path, help="write the figures here")
+    args = p.parse_args(argv)
+    runners = {"kafka": run_kafka, "logway": run_logway, "proxy": run_proxy}
+    results = {name: runners[name](args) for name in args.brokers.split(",")}
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
