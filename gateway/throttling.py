@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from logway.server import request_time
 from logway.server.quotas import ClientQuotaManager, user_of
+from logway.wire.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
     from logway.gateway.context import RequestContext
@@ -107,3 +108,19 @@ def fetch_throttle(ctx: RequestContext, size: int) -> int:
         quotas.fetch.unrecord(user, client_id, size, now)
         _apply(ctx, quotas.fetch if bandwidth > requested else quotas.request, user, client_id, delay, now)
     return delay
+
+
+def take_mutations(ctx: RequestContext, partitions: int, strict_from: int) -> None:
+    """controller_mutation_rate (KIP-599): ``partitions`` created or deleted by one topic of the request. From
+    version ``strict_from`` the quota is strict: an empty bucket refuses the topic (THROTTLING_QUOTA_EXCEEDED,
+    KafkaError); before, it is permissive (taken, then throttled). The throttle time goes in the answer."""
+    manager = ctx.broker.quotas.controller_mutation
+    if not manager.enabled:
+        return
+    user, client_id = client(ctx)
+    strict = ctx.version >= strict_from
+    delay = manager.mutate(user, client_id, partitions, monotonic_ms(), strict)
+    if delay:
+        ctx.throttle_ms = max(ctx.throttle_ms, delay)
+        if strict:
+            raise KafkaError("The throttling quota has been exceeded.", ErrorCode.throttling_quota_exceeded)
