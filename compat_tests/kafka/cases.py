@@ -30,6 +30,7 @@ LOGWAY_VERSIONS = {
     42: (0, 2), 44: (0, 1), 47: (0, 0), 50: (0, 0), 51: (0, 0), 60: (0, 1),
     35: (1, 5), 43: (0, 2), 45: (0, 1), 46: (0, 0), 75: (0, 0),
     24: (0, 3), 25: (0, 4), 26: (0, 4), 28: (0, 4), 61: (0, 0), 65: (0, 0), 66: (0, 2),
+    48: (0, 1), 49: (0, 1),
 }
 API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
              10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
@@ -42,7 +43,8 @@ API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "Offs
              43: "ElectLeaders", 45: "AlterPartitionReassignments", 46: "ListPartitionReassignments",
              75: "DescribeTopicPartitions",
              24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn", 28: "TxnOffsetCommit",
-             61: "DescribeProducers", 65: "DescribeTransactions", 66: "ListTransactions"}
+             61: "DescribeProducers", 65: "DescribeTransactions", 66: "ListTransactions",
+             48: "DescribeClientQuotas", 49: "AlterClientQuotas"}
 
 Steps = dict[str, Any]
 CaseFn = Callable[[Side, int, str], Steps]
@@ -1318,3 +1320,7 @@ def list_transactions(side: Side, v: int, topic: str) -> Steps:
     _txn_init(side, topic)
     return {"list": _txn_call(side, 66, v, {"state_filters": ["Empty", "Sleeping"], "producer_id_filters": [],
                                             "duration_filter": -1, "transactional_id_pattern": topic.replace("-", ".")})}
+
+
+# The quota APIs' cases register themselves (their own module: this one is long enough).
+from compat_tests.kafka import cases_quotas  # noqa: E402, F401
