@@ -6,7 +6,8 @@ virtual cluster instead) it creates a topic, gives client id ``slow`` ``producer
 ``consumer_byte_rate`` of ``--rate`` bytes a second with Kafka's own ``kafka-configs`` (the proxy: its
 ``proxy.virtual.cluster.<name>.quota.*`` settings), then runs, ``--seconds`` each:
 
-- produce: client ids ``slow`` and ``fast`` at once, each a librdkafka producer sending 16 KiB values flat out
+- produce: client ids ``slow`` and ``fast`` at once (through the proxy: ``slow`` on the virtual cluster's listener,
+  ``fast`` on another), each a librdkafka producer sending 16 KiB values flat out
   (acks=1, linger.ms=5);
 - consume: ``slow`` and ``fast`` at once, each a librdkafka consumer reading the topic from its start.
 
@@ -100,12 +101,12 @@ def consume(spec: dict) -> dict:
     return {"per_second": per_second[:seconds], "throttle": throttle, "ended": now}
 
 
-def _run_pair(fn, bootstrap: str, seconds: int) -> dict[str, dict]:
-    """``fn`` for client ids slow and fast at once, each in its own process."""
+def _run_pair(fn, bootstraps: dict[str, str], seconds: int) -> dict[str, dict]:
+    """``fn`` for client ids slow and fast at once (each on its own endpoint), each in its own process."""
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(2) as pool:
         jobs = {cid: pool.apply_async(fn, ({"bootstrap": bootstrap, "client_id": cid, "seconds": seconds},))
-                for cid in ("slow", "fast")}
+                for cid, bootstrap in bootstraps.items()}
         return {cid: job.get(timeout=seconds + 120) for cid, job in jobs.items()}
 
 
@@ -142,20 +143,24 @@ def _summary(result: dict, seconds: int) -> dict:
             "per_second_mib": [round(b / MiB, 2) for b in per_second]}
 
 
-def measure(name: str, bootstrap: str, set_quota, seconds: int) -> dict:
-    """The produce and consume phases against one endpoint (its topic created, the quota set by ``set_quota``)."""
-    _create_topic(bootstrap)
+def measure(name: str, bootstraps: dict[str, str], set_quota, seconds: int, top_up=None) -> dict:
+    """The produce and consume phases, client ids slow and fast each on its endpoint (``bootstraps``), after the
+    topic is created on each and the quota set by ``set_quota``; ``top_up`` adds data for the slow reader."""
+    for bootstrap in set(bootstraps.values()):
+        _create_topic(bootstrap)
     set_quota()
     time.sleep(1)  # Kafka applies a quota change through its metadata log: let it arrive
     out = {}
     for phase, fn in (("produce", produce), ("consume", consume)):
-        results = _run_pair(fn, bootstrap, seconds)
+        if phase == "consume" and top_up is not None:
+            top_up()
+        results = _run_pair(fn, bootstraps, seconds)
         out[phase] = {cid: _summary(r, seconds) for cid, r in results.items()}
         slow, fast = out[phase]["slow"], out[phase]["fast"]
         ratio = fast["last10_mib_s"] / max(slow["last10_mib_s"], 1e-9)
         print(f"{name} {phase}: slow {slow['last10_mib_s']:.2f} MiB/s over the last 10 s ({slow['all_mib_s']:.2f} "
-              f"over {seconds} s, {slow['throttled']} throttled responses, max {slow['max_throttle_ms']} ms); fast "
-              f"{fast['last10_mib_s']:.1f} MiB/s ({fast['throttled']} throttled); fast/slow {ratio:.1f}x",
+              f"over {seconds} s, {slow['throttled']} throttle times reported, max {slow['max_throttle_ms']} ms); "
+              f"fast {fast['last10_mib_s']:.1f} MiB/s ({fast['throttled']} throttled); fast/slow {ratio:.1f}x",
               flush=True)
         print(f"  slow per second: {slow['per_second_mib']}", flush=True)
     return out
@@ -165,8 +170,8 @@ def run_kafka(args: argparse.Namespace) -> dict:
     kafka = Kafka(scratch_dir("kafka"))
     kafka.start()
     try:
-        return measure("kafka", kafka.bootstrap, lambda: set_quota_with_kafka_configs(kafka.bootstrap, "slow",
-                                                                                       args.rate), args.seconds)
+        return measure("kafka", {"slow": kafka.bootstrap, "fast": kafka.bootstrap},
+                       lambda: set_quota_with_kafka_configs(kafka.bootstrap, "slow", args.rate), args.seconds)
     finally:
         kafka.cleanup()
 
@@ -175,30 +180,72 @@ def run_logway(args: argparse.Namespace) -> dict:
     logway = Logway(scratch_dir("logway"))
     logway.start()
     try:
-        return measure("logway", logway.bootstrap, lambda: set_quota_with_kafka_configs(logway.bootstrap, "slow",
-                                                                                         args.rate), args.seconds)
+        return measure("logway", {"slow": logway.bootstrap, "fast": logway.bootstrap},
+                       lambda: set_quota_with_kafka_configs(logway.bootstrap, "slow", args.rate), args.seconds)
     finally:
         logway.cleanup()
 
 
-def run_proxy(args: argparse.Namespace) -> dict:
-    """Logway's proxy in front of a Logway broker without quotas: the tenant's quota is the proxy's."""
-    from bench.proxy_procs import LogwayProxy
+class TenantProxy(Logway):
+    """`logway proxy` in front of ``upstream`` with two listeners: PLAINTEXT, and TENANT, the listener of virtual
+    cluster ``t`` (topics under ``t-``) whose clients share ``rate`` bytes a second each way."""
 
+    name = "logway-proxy"
+
+    def __init__(self, workdir: Path, upstream: Logway, rate: int) -> None:
+        super().__init__(workdir)
+        self.upstream = upstream
+        self.rate = rate
+        self.port = free_port_block(2)
+        self.tenant_port = free_port_block(2)
+
+    @property
+    def tenant_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.tenant_port}"
+
+    def command(self) -> list[str]:
+        settings = {
+            "log.dirs": str(self.workdir / "state"), "proxy.node.id.range": "1-1", "proxy.broker.port.offset": "0",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,TENANT:PLAINTEXT",
+            "proxy.virtual.clusters": "t", "proxy.virtual.cluster.t.listener": "TENANT",
+            "proxy.virtual.cluster.t.topic.prefix": "t-", "proxy.virtual.cluster.t.quota.shared": "true",
+            "proxy.virtual.cluster.t.quota.producer_byte_rate": str(self.rate),
+            "proxy.virtual.cluster.t.quota.consumer_byte_rate": str(self.rate),
+        }
+        cmd = [sys.executable, "-m", "logway.cli", "proxy", "--upstream-bootstrap-servers", self.upstream.bootstrap,
+               "--listeners", f"PLAINTEXT://127.0.0.1:{self.port},TENANT://127.0.0.1:{self.tenant_port}",
+               "--log-level", "WARNING"]
+        for key, value in settings.items():
+            cmd += ["--override", f"{key}={value}"]
+        return cmd
+
+
+def _top_up(bootstrap: str, topic: str, megabytes: int) -> None:
+    """Write ``megabytes`` more into ``topic`` (so a reader is held by its quota, not by the data there is)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    value = bytes(range(256)) * (VALUE // 256)
+    for _ in range(megabytes * MiB // VALUE):
+        while True:
+            try:
+                producer.produce(topic, value)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    producer.flush(60)
+
+
+def run_proxy(args: argparse.Namespace) -> dict:
+    """Logway's proxy in front of a Logway broker without quotas: the slow client on a virtual cluster whose
+    clients share the quota (the proxy's), the fast one on the proxy's other listener."""
     upstream = Logway(scratch_dir("upstream"))
     upstream.start()
-    base = free_port_block(3)
-    proxy = LogwayProxy(scratch_dir("proxy"), upstream.bootstrap, base, {
-        "proxy.virtual.clusters": "t",
-        "proxy.virtual.cluster.t.listener": "PLAINTEXT",
-        "proxy.virtual.cluster.t.topic.prefix": "t-",
-        "proxy.virtual.cluster.t.quota.client.id": "slow",
-        "proxy.virtual.cluster.t.quota.producer_byte_rate": str(args.rate),
-        "proxy.virtual.cluster.t.quota.consumer_byte_rate": str(args.rate),
-    })
+    proxy = TenantProxy(scratch_dir("proxy"), upstream, args.rate)
     proxy.start()
     try:
-        return measure("proxy", proxy.bootstrap, lambda: None, args.seconds)
+        return measure("proxy", {"slow": proxy.tenant_bootstrap, "fast": proxy.bootstrap}, lambda: None, args.seconds,
+                       lambda: _top_up(upstream.bootstrap, "t-" + TOPIC, 12 * args.rate * args.seconds // MiB))
     finally:
         proxy.cleanup()
         upstream.cleanup()

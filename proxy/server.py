@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import signal
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 import trio
 from prometheus_client import CollectorRegistry
@@ -21,7 +22,9 @@ from logway.proxy.filters.acl import acl_filter_factory
 from logway.proxy.filters.client_metrics import ClientMetrics
 from logway.proxy.filters.tenant import DENIED_API_KEYS, TenantFilter, TopicIdDirectory
 from logway.proxy.metrics import serve_registry
+from logway.proxy.quotas import ProxyQuotas
 from logway.proxy.session import FilterFactory, ProxySession
+from logway.server import request_time
 from logway.server.config import Listener
 from logway.server.connection import HandlerFactory
 from logway.server.gc_policy import tune_after_startup
@@ -52,6 +55,12 @@ class Proxy:
         # Per-client metrics when they are served (metrics.port): one instance counts every connection.
         self.registry = CollectorRegistry()
         self.metrics = ClientMetrics(self.registry, topic_ids=self.topic_ids) if self.config.metrics_port else None
+        # Client quotas the proxy enforces itself (proxy.quota.*, proxy.virtual.cluster.<name>.quota.*).
+        self.quotas = ProxyQuotas(config.quota, {lst: (vc.name, vc.quota) for lst, vc in self.virtual_clusters.items()},
+                                  self.config.quota_windows)
+        if self.config.metrics_port:
+            for collector in self.quotas.collectors():
+                self.registry.register(collector)
 
     def filter_chain(self, listener: str) -> list[FilterFactory]:
         """The filters of a client connection on ``listener``, in order: the virtual cluster's tenant filter
@@ -105,6 +114,8 @@ class ProxyServer:
 
     async def serve(self, bootstrap: list[tuple[Listener, trio.SocketListener]],
                     task_status=trio.TASK_STATUS_IGNORED) -> None:
+        if self.proxy.quotas.timed:  # a request_percentage quota: time the connections' requests
+            request_time.enable()
         async with trio.open_nursery() as nursery:
             await nursery.start(self.server.run)
             await nursery.start(self.proxy.cluster.watch)
@@ -176,7 +187,8 @@ async def serve_proxy(config: ProxyConfig, filter_factories: Mapping[str, Sequen
             await nursery.start(ProxyServer(proxy).serve, bootstrap)
             tune_after_startup()  # the server's GC policy: fewer collections on the request path (p99)
             if metrics_listeners:
-                await nursery.start(serve_registry, proxy.registry, metrics_listeners)
+                await nursery.start(partial(serve_registry, refresh=proxy.quotas.refresh_metrics), proxy.registry,
+                                    metrics_listeners)
                 log.info("metrics on http://%s:%d/metrics", proxy.config.metrics_host or "0.0.0.0",
                          proxy.config.metrics_port)
             upstream = ",".join(f"{h}:{p}" for h, p in config.upstream_bootstrap)

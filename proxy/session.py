@@ -44,6 +44,7 @@ from logway.proxy.frames import (
     set_request_correlation_id,
     set_response_correlation_id,
 )
+from logway.proxy.quotas import SessionQuota
 from logway.proxy.rewrite import (
     DESCRIBE_CLUSTER,
     METADATA,
@@ -87,6 +88,7 @@ class Pending:
     answer: bytes | None = None  # a whole frame (with size prefix) the proxy answers itself
     requests: list[Any] = field(default_factory=list)  # what each filter returned, for on_response
     decode_response: bool = False  # a filter that saw the request wants its response decoded
+    throttle_ms: int = 0  # the proxy's own client quotas throttled the request (proxy/quotas.py)
 
 
 class ProxySession(RequestHandler):
@@ -98,6 +100,7 @@ class ProxySession(RequestHandler):
     upstream: Upstream | None = None
     ranges: Ranges = {}  # what this connection advertises, once its upstream is connected
     metrics: Any = None  # the proxy's ClientMetrics (its on_frame hook counts every frame), if served
+    quota: SessionQuota | None = None  # the client quotas the proxy holds this connection to, if any
 
     def __init__(self, proxy: Proxy, conn: Connection, node_id: int | None) -> None:
         self.proxy = proxy
@@ -125,6 +128,7 @@ class ProxySession(RequestHandler):
         self.filters = [factory(self.client) for factory in self.proxy.filter_chain(conn.listener.name)]
         self._filter_keys = frozenset().union(*(f.api_keys for f in self.filters)) if self.filters else frozenset()
         self.metrics = self.proxy.metrics
+        self.quota = self.proxy.quotas.for_listener(conn.listener.name)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write_responses)
@@ -167,6 +171,8 @@ class ProxySession(RequestHandler):
         self.client.principal, self.client.client_id = self.conn.principal, header.client_id
         self._check_advertised(header)
         pending = Pending(header.correlation_id, header.api_key, header.api_version, upstream.next_correlation_id())
+        if self.quota is not None:
+            pending.throttle_ms = await self.quota.request(self.conn, header, head, pos, size, expects_response)
         set_request_correlation_id(head, pending.upstream_correlation_id)
         buffered = conn.buffered()
         rest = SIZE.size + size - len(buffered)
@@ -203,6 +209,8 @@ class ProxySession(RequestHandler):
         self._check_advertised(header)
         pending = Pending(header.correlation_id, header.api_key, header.api_version, upstream.next_correlation_id())
         expects_response = header.api_key != 0 or produce_expects_response(frame, header, pos)
+        if self.quota is not None:
+            pending.throttle_ms = await self.quota.request(self.conn, header, frame, pos, len(frame), expects_response)
         out = None
         if header.api_key in self._filter_keys:
             out = self._filtered_request(header, frame, pos, pending)
@@ -404,6 +412,9 @@ class ProxySession(RequestHandler):
             frame = self._rewritten(pending, frame)
         else:
             set_response_correlation_id(frame, pending.client_correlation_id)
+        if self.quota is not None:
+            frame = self.quota.answer(self.conn, pending.api_key, pending.api_version, frame, pending.throttle_ms,
+                                      self.client.client_id or "")
         if len(frame) <= _SMALL:
             out.append(SIZE.pack(len(frame)))
             out.append(frame)
@@ -424,6 +435,8 @@ class ProxySession(RequestHandler):
         the upstream gave them (the size goes out first): when the proxy's address for some broker is longer
         than the upstream's (or one byte shorter), such responses are buffered and decoded instead."""
         if size <= _SMALL or pending.decode_response or self.metrics is not None or self._pipe is None:
+            return False
+        if self.quota is not None and (self.quota.fetch or pending.throttle_ms):  # measured, and its throttle set
             return False
         if self.upstream.socket is None or isinstance(self.conn.sock, ssl.SSLSocket):
             return False

@@ -32,11 +32,11 @@ def quota_rows(quotas: ClientQuotas, now_ms: int) -> list[QuotaRow]:
             for user, client_id, rate, throttle in manager.metrics(now_ms)]
 
 
-def quota_families(rows: list[QuotaRow]) -> Iterator[Metric]:
-    """The kafka_server_quota_* families of ``rows``."""
+def quota_families(rows: list[QuotaRow], extra: dict[str, str] | None = None) -> Iterator[Metric]:
+    """The kafka_server_quota_* families of ``rows`` (with ``extra`` labels on every sample)."""
     families: dict[str, Metric] = {}
     for resource, user, client_id, rate, throttle in rows:
-        labels = {"resource": resource}
+        labels = {**(extra or {}), "resource": resource}
         if user:
             labels["user"] = user
         if client_id:
@@ -55,12 +55,13 @@ class QuotaCollector:
     """A prometheus_client collector of the rows last copied with ``refresh`` (the proxy's registry is rendered
     in a worker thread: the copy is made on the event loop before)."""
 
-    def __init__(self, quotas: ClientQuotas) -> None:
+    def __init__(self, quotas: ClientQuotas, extra: dict[str, str] | None = None) -> None:
         self.quotas = quotas
+        self.extra = extra
         self.rows: list[QuotaRow] = []
 
     def refresh(self, now_ms: int) -> None:
         self.rows = quota_rows(self.quotas, now_ms)
 
     def collect(self) -> Iterator[Metric]:
-        yield from quota_families(self.rows)
+        yield from quota_families(self.rows, self.extra)
