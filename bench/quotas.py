@@ -11,6 +11,8 @@ virtual cluster instead) it creates a topic, gives client id ``slow`` ``producer
   (acks=1, linger.ms=5);
 - consume: ``slow`` and ``fast`` at once, each a librdkafka consumer reading the topic from its start.
 
+`--overhead` measures instead what the accounting costs clients it does not throttle (see `overhead`).
+
 It prints each client's MiB/s over the last 10 s (after Kafka's burst: a fresh client may take
 ``(quota.window.num - 1) x quota`` bytes at once) and over the whole run, the throttle time the client was told
 (librdkafka's throttle_cb: the throttle times reported, each change once, and the longest), and the fast/slow ratio.
@@ -251,15 +253,64 @@ def run_proxy(args: argparse.Namespace) -> dict:
         upstream.cleanup()
 
 
+def overhead(args: argparse.Namespace) -> dict:
+    """What quota accounting costs the requests of clients it does not throttle: two Logway brokers, one without
+    quotas and one with producer_byte_rate, consumer_byte_rate and request_percentage set for another client id
+    (so every request is recorded, and timed), in alternated runs of the bench's librdkafka produce (1 KiB, 8
+    partitions, acks=1) and consume loads: MB/s and broker CPU-s/GB."""
+    from bench.cases import KIB, new_topic, throughput
+    from bench.driver import run_load
+    from compat_tests.kafka.cluster import java
+
+    brokers = {"no quotas": Logway(scratch_dir("plain")), "quotas on": Logway(scratch_dir("quotas"))}
+    out: dict[str, list[dict]] = {f"{name} {phase}": [] for name in brokers for phase in ("produce", "consume")}
+    try:
+        for broker in brokers.values():
+            broker.start()
+        proc = java("kafka.admin.ConfigCommand", "--bootstrap-server", brokers["quotas on"].bootstrap, "--alter",
+                    "--add-config", "producer_byte_rate=1048576,consumer_byte_rate=1048576,request_percentage=50",
+                    "--entity-type", "clients", "--entity-name", "someone-else")
+        assert proc.returncode == 0, proc.stderr
+        count = args.overhead_mb * MiB // KIB
+        for i in range(args.runs):
+            for name, broker in (list(brokers.items()) if i % 2 == 0 else list(brokers.items())[::-1]):
+                topic = new_topic(broker, 8)
+                spec = {"mode": "rdkafka.produce", "topic": topic, "count": count, "size": KIB, "acks": "1"}
+                produced = throughput(run_load(broker, [spec], timeout=900))
+                broker.settle()
+                spec = {"mode": "rdkafka.consume", "topic": topic, "assign": list(range(8)),
+                        "ends": [count // 8] * 8, "size": KIB}
+                consumed = throughput(run_load(broker, [spec], timeout=900))
+                out[f"{name} produce"].append(produced)
+                out[f"{name} consume"].append(consumed)
+                print(f"run {i} {name}: produce {produced['mb_s']:.0f} MB/s {produced['cpu_s_per_gb']:.2f} CPU-s/GB; "
+                      f"consume {consumed['mb_s']:.0f} MB/s {consumed['cpu_s_per_gb']:.2f} CPU-s/GB", flush=True)
+    finally:
+        for broker in brokers.values():
+            broker.cleanup()
+    for key, runs in out.items():
+        mb_s = sorted(r["mb_s"] for r in runs)
+        cpu = sorted(r["cpu_s_per_gb"] for r in runs)
+        print(f"{key}: {mb_s[len(mb_s) // 2]:.0f} MB/s median {[round(x) for x in mb_s]}, "
+              f"{cpu[len(cpu) // 2]:.2f} CPU-s/GB median {[round(x, 2) for x in cpu]}", flush=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.quotas", description=__doc__.split("\n")[0])
     p.add_argument("--seconds", type=int, default=15)
     p.add_argument("--rate", type=int, default=MiB, help="the slow client's byte-rate quotas (bytes a second)")
     p.add_argument("--brokers", default="kafka,logway", help="kafka, logway, proxy (comma-separated)")
     p.add_argument("--json", type=Path, help="write the figures here")
+    p.add_argument("--overhead", action="store_true", help="instead: the cost of quota accounting (see overhead)")
+    p.add_argument("--overhead-mb", type=int, default=256, help="MiB produced then consumed per overhead run")
+    p.add_argument("--runs", type=int, default=3, help="alternated runs per broker (--overhead)")
     args = p.parse_args(argv)
-    runners = {"kafka": run_kafka, "logway": run_logway, "proxy": run_proxy}
-    results = {name: runners[name](args) for name in args.brokers.split(",")}
+    if args.overhead:
+        results = {"overhead": overhead(args)}
+    else:
+        runners = {"kafka": run_kafka, "logway": run_logway, "proxy": run_proxy}
+        results = {name: runners[name](args) for name in args.brokers.split(",")}
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0

@@ -37,12 +37,14 @@ def client(ctx: RequestContext) -> tuple[str, str]:
     return user_of(ctx.principal), ctx.header.client_id or ""
 
 
-def _request_throttle(ctx: RequestContext, user: str, client_id: str, now: int) -> int:
-    """The request's time (percent of a second of the event loop) against request_percentage."""
+def _request_throttle(ctx: RequestContext, user: str, client_id: str, now: int, exempt: bool = False) -> int:
+    """The request's time (percent of a second of the event loop) against request_percentage; an ``exempt``
+    request's time is taken and not recorded (Kafka's maybeRecordExempt: an acks=0 Produce)."""
     quotas = ctx.broker.quotas
     if not quotas.request.enabled:
         return 0
-    return quotas.request.record(user, client_id, request_time.take(ctx.connection) * 100, now)
+    seconds = request_time.take(ctx.connection)
+    return 0 if exempt else quotas.request.record(user, client_id, seconds * 100, now)
 
 
 def _apply(ctx: RequestContext, manager: ClientQuotaManager, user: str, client_id: str, delay: int, now: int) -> None:
@@ -77,7 +79,7 @@ def produce_throttle(ctx: RequestContext, acks: int) -> int:
     user, client_id = client(ctx)
     now = monotonic_ms()
     bandwidth = quotas.produce.record(user, client_id, len(ctx.frame), now)
-    requested = 0 if acks == 0 else _request_throttle(ctx, user, client_id, now)
+    requested = _request_throttle(ctx, user, client_id, now, exempt=acks == 0)
     delay = max(bandwidth, requested)
     _apply(ctx, quotas.produce if bandwidth > requested else quotas.request, user, client_id, delay, now)
     return delay
