@@ -28,87 +28,18 @@ import time
 from pathlib import Path
 
 from bench.procs import Kafka, Logway, free_port_block, scratch_dir
+from compat_tests.kafka.quota_clients import VALUE, rdkafka_consume, rdkafka_produce
 
 TOPIC = "quota-bench"
-VALUE = 16 * 1024
 MiB = 1024 * 1024
 
 
-def _on_throttle(totals: dict):
-    """A librdkafka throttle_cb counting the throttle times the broker reported (one event per change)."""
-    def on_throttle(event) -> None:
-        ms = int(event.throttle_time * 1000)
-        if ms > 0:
-            totals["throttled"] += 1
-            totals["sum_ms"] += ms
-            totals["max_ms"] = max(totals["max_ms"], ms)
-    return on_throttle
-
-
-def produce(spec: dict) -> dict:
-    """One client id producing flat out for ``seconds``: delivered bytes per second, throttle statistics."""
-    from confluent_kafka import Producer
-
-    seconds = spec["seconds"]
-    per_second = [0] * (seconds + 1)
-    throttle = {"throttled": 0, "sum_ms": 0, "max_ms": 0}
-    start = [0.0]
-
-    def delivered(err, msg) -> None:
-        if err is None:
-            slot = int(time.monotonic() - start[0])
-            if slot <= seconds:
-                per_second[slot] += len(msg.value())
-
-    producer = Producer({"bootstrap.servers": spec["bootstrap"], "client.id": spec["client_id"], "acks": "1",
-                         "linger.ms": 5, "throttle_cb": _on_throttle(throttle), "queue.buffering.max.kbytes": 64 * 1024,
-                         "message.timeout.ms": 300_000, "on_delivery": delivered})
-    producer.list_topics(TOPIC, timeout=30)
-    value = bytes(range(256)) * (VALUE // 256)
-    start[0] = time.monotonic()
-    deadline = start[0] + seconds
-    while time.monotonic() < deadline:
-        try:
-            producer.produce(TOPIC, value)
-        except BufferError:
-            producer.poll(0.01)
-        else:
-            producer.poll(0)
-    producer.poll(0.5)
-    producer.purge()
-    producer.flush(5)
-    return {"per_second": per_second[:seconds], "throttle": throttle}
-
-
-def consume(spec: dict) -> dict:
-    """One client id reading the topic from its start for ``seconds``: bytes per second, throttle statistics."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    seconds = spec["seconds"]
-    per_second = [0] * (seconds + 1)
-    throttle = {"throttled": 0, "sum_ms": 0, "max_ms": 0}
-    consumer = Consumer({"bootstrap.servers": spec["bootstrap"], "client.id": spec["client_id"],
-                         "group.id": f"bench-{spec['client_id']}", "enable.auto.commit": False,
-                         "throttle_cb": _on_throttle(throttle)})
-    consumer.list_topics(TOPIC, timeout=30)
-    consumer.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
-    start = time.monotonic()
-    deadline = start + seconds
-    while (now := time.monotonic()) < deadline:
-        messages = consumer.consume(1000, 0.2)
-        slot = int(time.monotonic() - start)
-        if slot <= seconds:
-            per_second[slot] += sum(len(m.value() or b"") for m in messages if m.error() is None)
-    consumer.close()
-    return {"per_second": per_second[:seconds], "throttle": throttle, "ended": now}
-
-
 def _run_pair(fn, bootstraps: dict[str, str], seconds: int) -> dict[str, dict]:
-    """``fn`` for client ids slow and fast at once (each on its own endpoint), each in its own process."""
+    """``fn`` (compat_tests/kafka/quota_clients.py) for client ids slow and fast at once, each on its own endpoint
+    and in its own process."""
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(2) as pool:
-        jobs = {cid: pool.apply_async(fn, ({"bootstrap": bootstrap, "client_id": cid, "seconds": seconds},))
-                for cid, bootstrap in bootstraps.items()}
+        jobs = {cid: pool.apply_async(fn, (bootstrap, TOPIC, cid, seconds)) for cid, bootstrap in bootstraps.items()}
         return {cid: job.get(timeout=seconds + 120) for cid, job in jobs.items()}
 
 
@@ -139,9 +70,8 @@ def set_quota_with_kafka_configs(bootstrap: str, client_id: str, rate: int) -> N
 def _summary(result: dict, seconds: int) -> dict:
     per_second = result["per_second"]
     tail = per_second[-10:] if seconds >= 10 else per_second
-    throttle = result["throttle"]
     return {"last10_mib_s": sum(tail) / len(tail) / MiB, "all_mib_s": sum(per_second) / seconds / MiB,
-            "throttled": throttle["throttled"], "max_throttle_ms": throttle["max_ms"],
+            "throttled": result["throttled"], "max_throttle_ms": result["max_throttle_ms"],
             "per_second_mib": [round(b / MiB, 2) for b in per_second]}
 
 
@@ -153,7 +83,7 @@ def measure(name: str, bootstraps: dict[str, str], set_quota, seconds: int, top_
     set_quota()
     time.sleep(1)  # Kafka applies a quota change through its metadata log: let it arrive
     out = {}
-    for phase, fn in (("produce", produce), ("consume", consume)):
+    for phase, fn in (("produce", rdkafka_produce), ("consume", rdkafka_consume)):
         if phase == "consume" and top_up is not None:
             top_up()
         results = _run_pair(fn, bootstraps, seconds)
@@ -168,24 +98,15 @@ def measure(name: str, bootstraps: dict[str, str], set_quota, seconds: int, top_
     return out
 
 
-def run_kafka(args: argparse.Namespace) -> dict:
-    kafka = Kafka(scratch_dir("kafka"))
-    kafka.start()
+def run_broker(kind: type[Kafka] | type[Logway], args: argparse.Namespace) -> dict:
+    """One broker (Apache Kafka or Logway), the quota set with kafka-configs."""
+    broker = kind(scratch_dir(kind.name))
+    broker.start()
     try:
-        return measure("kafka", {"slow": kafka.bootstrap, "fast": kafka.bootstrap},
-                       lambda: set_quota_with_kafka_configs(kafka.bootstrap, "slow", args.rate), args.seconds)
+        return measure(kind.name, {"slow": broker.bootstrap, "fast": broker.bootstrap},
+                       lambda: set_quota_with_kafka_configs(broker.bootstrap, "slow", args.rate), args.seconds)
     finally:
-        kafka.cleanup()
-
-
-def run_logway(args: argparse.Namespace) -> dict:
-    logway = Logway(scratch_dir("logway"))
-    logway.start()
-    try:
-        return measure("logway", {"slow": logway.bootstrap, "fast": logway.bootstrap},
-                       lambda: set_quota_with_kafka_configs(logway.bootstrap, "slow", args.rate), args.seconds)
-    finally:
-        logway.cleanup()
+        broker.cleanup()
 
 
 class TenantProxy(Logway):
@@ -309,8 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.overhead:
         results = {"overhead": overhead(args)}
     else:
-        runners = {"kafka": run_kafka, "logway": run_logway, "proxy": run_proxy}
-        results = {name: runners[name](args) for name in args.brokers.split(",")}
+        runners = {"kafka": lambda: run_broker(Kafka, args), "logway": lambda: run_broker(Logway, args),
+                   "proxy": lambda: run_proxy(args)}
+        results = {name: runners[name]() for name in args.brokers.split(",")}
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0

@@ -86,8 +86,8 @@ class _SampledStat:
         return min(sample.start for sample in self.samples)
 
 
-class Rate:
-    """Kafka's Rate(WindowedSum): the sum of the recent values per second."""
+class _Sampled:
+    """A stat over sample windows: values are recorded into the current sample."""
 
     __slots__ = ("stat",)
 
@@ -96,6 +96,12 @@ class Rate:
 
     def record(self, windows: Windows, value: float, now: int) -> None:
         self.stat.record(windows, value, now)
+
+
+class Rate(_Sampled):
+    """Kafka's Rate(WindowedSum): the sum of the recent values per second."""
+
+    __slots__ = ()
 
     def measure(self, windows: Windows, now: int) -> float:
         """The rate per second now."""
@@ -113,16 +119,10 @@ class Rate:
         return max(elapsed, 1)
 
 
-class Avg:
+class Avg(_Sampled):
     """Kafka's Avg: the mean of the recent values (NaN with none, as Kafka reports it)."""
 
-    __slots__ = ("stat",)
-
-    def __init__(self) -> None:
-        self.stat = _SampledStat()
-
-    def record(self, windows: Windows, value: float, now: int) -> None:
-        self.stat.record(windows, value, now)
+    __slots__ = ()
 
     def measure(self, windows: Windows, now: int) -> float:
         self.stat.purge(windows, now)

@@ -4,6 +4,7 @@ and the longest throttle time the broker told it."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import time
 from pathlib import Path
@@ -23,25 +24,40 @@ def java_quotas(*args: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
 
 
-def rdkafka_produce(bootstrap: str, topic: str, client_id: str, seconds: float) -> tuple[int, int]:
-    """librdkafka producing 16 KiB values flat out: (bytes acknowledged within ``seconds``, largest throttle ms)."""
+def _timeline(seconds: float) -> tuple[list[int], dict]:
+    """Bytes per second of a run, and its throttle figures (librdkafka's throttle_cb: each change once)."""
+    return [0] * math.ceil(seconds), {"throttled": 0, "max_throttle_ms": 0}
+
+
+def _on_throttle(totals: dict):
+    def on_throttle(event) -> None:
+        ms = int(event.throttle_time * 1000)
+        if ms > 0:
+            totals["throttled"] += 1
+            totals["max_throttle_ms"] = max(totals["max_throttle_ms"], ms)
+    return on_throttle
+
+
+def rdkafka_produce(bootstrap: str, topic: str, client_id: str, seconds: float) -> dict:
+    """librdkafka producing 16 KiB values flat out for ``seconds``: the bytes acknowledged in each second, how
+    many throttle times the broker reported and the longest."""
     from confluent_kafka import Producer
 
-    acked, throttled = [0], [0]
-    deadline = time.monotonic() + seconds
+    per_second, run = _timeline(seconds)
+    start = time.monotonic()
 
     def delivered(err, msg) -> None:
-        if err is None and time.monotonic() < deadline:
-            acked[0] += len(msg.value())
-
-    def throttle(event) -> None:
-        throttled[0] = max(throttled[0], int(event.throttle_time * 1000))
+        slot = int(time.monotonic() - start)
+        if err is None and slot < len(per_second):
+            per_second[slot] += len(msg.value())
 
     producer = Producer({"bootstrap.servers": bootstrap, "client.id": client_id, "acks": "1", "linger.ms": 5,
-                         "on_delivery": delivered, "throttle_cb": throttle, "queue.buffering.max.kbytes": 16384})
+                         "on_delivery": delivered, "throttle_cb": _on_throttle(run),
+                         "queue.buffering.max.kbytes": 64 * 1024, "message.timeout.ms": 300_000})
     producer.list_topics(topic, timeout=30)
-    value = b"v" * VALUE
-    while time.monotonic() < deadline:
+    value = bytes(range(256)) * (VALUE // 256)
+    start = time.monotonic()
+    while time.monotonic() < start + seconds:
         try:
             producer.produce(topic, value, partition=0)
         except BufferError:
@@ -50,30 +66,31 @@ def rdkafka_produce(bootstrap: str, topic: str, client_id: str, seconds: float) 
             producer.poll(0)
     producer.poll(0.2)
     producer.purge()
-    return acked[0], throttled[0]
+    return {**run, "per_second": per_second}
 
 
-def rdkafka_consume(bootstrap: str, topic: str, client_id: str, seconds: float) -> tuple[int, int]:
-    """librdkafka reading the topic from its start: (bytes within ``seconds``, largest throttle ms)."""
+def rdkafka_consume(bootstrap: str, topic: str, client_id: str, seconds: float) -> dict:
+    """librdkafka reading the topic from its start for ``seconds``: the bytes of each second, and the throttle
+    times reported."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    throttled = [0]
-
-    def throttle(event) -> None:
-        throttled[0] = max(throttled[0], int(event.throttle_time * 1000))
-
+    per_second, run = _timeline(seconds)
     consumer = Consumer({"bootstrap.servers": bootstrap, "client.id": client_id, "group.id": client_id,
-                         "enable.auto.commit": False, "throttle_cb": throttle})
+                         "enable.auto.commit": False, "throttle_cb": _on_throttle(run)})
+    consumer.list_topics(topic, timeout=30)
     consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-    got = 0
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        got += sum(len(m.value()) for m in consumer.consume(1000, 0.1) if m.error() is None)
+    start = time.monotonic()
+    while time.monotonic() < start + seconds:
+        messages = consumer.consume(1000, 0.1)
+        slot = int(time.monotonic() - start)
+        if slot < len(per_second):
+            per_second[slot] += sum(len(m.value() or b"") for m in messages if m.error() is None)
     consumer.close()
-    return got, throttled[0]
+    return {**run, "per_second": per_second}
 
 
-def kafka_python_produce(bootstrap: str, topic: str, client_id: str, seconds: float) -> tuple[int, int]:
+def kafka_python_produce(bootstrap: str, topic: str, client_id: str, seconds: float) -> dict:
+    """kafka-python producing 16 KiB values flat out: the bytes acknowledged, and its throttle-time-max metric."""
     from kafka import KafkaProducer
     from kafka.errors import KafkaTimeoutError
 
@@ -93,6 +110,6 @@ def kafka_python_produce(bootstrap: str, topic: str, client_id: str, seconds: fl
         producer.close(timeout=0)
     except KafkaTimeoutError:  # what is still queued is dropped
         pass
-    return acked[0], int(throttle if throttle == throttle else 0)  # (NaN: never throttled)
+    return {"per_second": [acked[0]], "max_throttle_ms": int(throttle if throttle == throttle else 0)}  # (NaN: none)
 
 

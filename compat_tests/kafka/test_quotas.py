@@ -108,10 +108,22 @@ def _topic(bootstrap: str) -> str:
 
 
 def _in_processes(*calls) -> list[tuple[int, int]]:
-    """Each (function, args) in its own process, all at once (clients that do not share an interpreter)."""
+    """Each (function, args) in its own process, all at once (clients that do not share an interpreter): the bytes
+    each moved and the longest throttle time it was told."""
     with multiprocessing.get_context("spawn").Pool(len(calls)) as pool:
         jobs = [pool.apply_async(fn, args) for fn, args in calls]
-        return [job.get(timeout=120) for job in jobs]
+        runs = [job.get(timeout=120) for job in jobs]
+    return [(sum(run["per_second"]), run["max_throttle_ms"]) for run in runs]
+
+
+def assert_held(slow: tuple[int, int], fast: tuple[int, int], rate: int = RATE, request: int = 1024 * 1024,
+                faster: int = 10) -> None:
+    """The quota'd client moved about its burst and its rate (a last request on top), and was told a throttle
+    time; the other moved ``faster`` times as much, never throttled."""
+    moved, throttle = slow
+    assert rate * WINDOWS / 2 < moved <= held_bytes(SECONDS, rate, request), moved
+    assert throttle > 0
+    assert fast[0] > faster * moved and fast[1] == 0, fast
 
 
 @pytest.fixture(scope="module")
@@ -122,22 +134,14 @@ def filled(broker: GatewayProcess) -> str:
 
 def test_librdkafka_producer_is_held_near_its_rate_and_told_its_throttle_time(broker, filled) -> None:
     set_client_quota(broker.bootstrap, "rdkafka-slow")
-    (slow, slow_throttle), (fast, fast_throttle) = _in_processes(
-        (rdkafka_produce, (broker.bootstrap, filled, "rdkafka-slow", SECONDS)),
-        (rdkafka_produce, (broker.bootstrap, filled, "rdkafka-fast", SECONDS)))
-    assert RATE * WINDOWS / 2 < slow <= held_bytes(SECONDS), slow
-    assert slow_throttle > 0
-    assert fast > 10 * slow and fast_throttle == 0
+    assert_held(*_in_processes((rdkafka_produce, (broker.bootstrap, filled, "rdkafka-slow", SECONDS)),
+                               (rdkafka_produce, (broker.bootstrap, filled, "rdkafka-fast", SECONDS))))
 
 
 def test_librdkafka_consumer_is_held_near_its_rate_and_told_its_throttle_time(broker, filled) -> None:
     set_client_quota(broker.bootstrap, "rdkafka-slow-reader")
-    (slow, slow_throttle), (fast, fast_throttle) = _in_processes(
-        (rdkafka_consume, (broker.bootstrap, filled, "rdkafka-slow-reader", SECONDS)),
-        (rdkafka_consume, (broker.bootstrap, filled, "rdkafka-fast-reader", SECONDS)))
-    assert RATE * WINDOWS / 2 < slow <= held_bytes(SECONDS), slow
-    assert slow_throttle > 0
-    assert fast > 10 * slow and fast_throttle == 0
+    assert_held(*_in_processes((rdkafka_consume, (broker.bootstrap, filled, "rdkafka-slow-reader", SECONDS)),
+                               (rdkafka_consume, (broker.bootstrap, filled, "rdkafka-fast-reader", SECONDS))))
 
 
 def test_kafka_python_producer_is_held_near_its_rate_and_told_its_throttle_time(broker) -> None:
@@ -145,28 +149,22 @@ def test_kafka_python_producer_is_held_near_its_rate_and_told_its_throttle_time(
     rate = RATE // 8
     topic = _topic(broker.bootstrap)
     set_client_quota(broker.bootstrap, "kafka-python-slow", rate)
-    (slow, slow_throttle), (fast, fast_throttle) = _in_processes(
-        (kafka_python_produce, (broker.bootstrap, topic, "kafka-python-slow", SECONDS)),
-        (kafka_python_produce, (broker.bootstrap, topic, "kafka-python-fast", SECONDS)))
-    assert rate * WINDOWS / 2 < slow <= held_bytes(SECONDS, rate, 16 * 1024), slow
-    assert slow_throttle > 0
-    assert fast > 3 * slow and fast_throttle == 0
+    assert_held(*_in_processes((kafka_python_produce, (broker.bootstrap, topic, "kafka-python-slow", SECONDS)),
+                               (kafka_python_produce, (broker.bootstrap, topic, "kafka-python-fast", SECONDS))),
+                rate, 16 * 1024, faster=3)
+
+
+def _java_pair(scenario: str, bootstrap: str, topic: str) -> list[tuple[int, int]]:
+    """Quotas.java's ``scenario`` for client ids java-slow and java-fast at once."""
+    with multiprocessing.pool.ThreadPool(2) as pool:
+        runs = [pool.apply_async(java_quotas, (scenario, bootstrap, topic, cid, str(SECONDS)))
+                for cid in ("java-slow", "java-fast")]
+        facts = [run.get(timeout=180) for run in runs]
+    return [(int(f["bytes"]), int(float(f["throttle_time_max"]))) for f in facts]
 
 
 def test_java_producer_and_consumer_are_held_near_their_rate_and_told_their_throttle_time(broker) -> None:
     topic = _topic(broker.bootstrap)
     set_client_quota(broker.bootstrap, "java-slow")
-    with multiprocessing.pool.ThreadPool(2) as pool:
-        runs = [pool.apply_async(java_quotas, ("produce", broker.bootstrap, topic, cid, str(SECONDS)))
-                for cid in ("java-slow", "java-fast")]
-        slow, fast = (run.get(timeout=180) for run in runs)
-    assert RATE * WINDOWS / 2 < int(slow["bytes"]) <= held_bytes(SECONDS), slow
-    assert float(slow["throttle_time_max"]) > 0
-    assert int(fast["bytes"]) > 10 * int(slow["bytes"]) and float(fast["throttle_time_max"]) == 0
-    with multiprocessing.pool.ThreadPool(2) as pool:
-        runs = [pool.apply_async(java_quotas, ("consume", broker.bootstrap, topic, cid, str(SECONDS)))
-                for cid in ("java-slow", "java-fast")]
-        slow, fast = (run.get(timeout=180) for run in runs)
-    assert RATE * WINDOWS / 2 < int(slow["bytes"]) <= held_bytes(SECONDS), slow
-    assert float(slow["throttle_time_max"]) > 0
-    assert int(fast["bytes"]) > 10 * int(slow["bytes"]) and float(fast["throttle_time_max"]) == 0
+    assert_held(*_java_pair("produce", broker.bootstrap, topic))
+    assert_held(*_java_pair("consume", broker.bootstrap, topic))

@@ -7,8 +7,6 @@ faster; the proxy's metrics show the tenant's budget. Rates are sampled over 3 w
 from __future__ import annotations
 
 import multiprocessing
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 
@@ -34,38 +32,24 @@ def held_bytes(seconds: float) -> float:
 @pytest.fixture(scope="module")
 def quota_proxy(tmp_path_factory, logway_upstream) -> Iterator[tuple[str, str, int]]:
     """(the tenant listener's bootstrap, the plain listener's bootstrap, the metrics port)."""
-    from tests.proxy.conftest import _root, free_port_block, wait_for_port  # noqa: PLC0415
+    from tests.proxy.conftest import _root, free_port_block, proxy_from_properties  # noqa: PLC0415
 
     base = free_port_block(2 * SPAN)
     metrics_port = _root.free_port()
-    workdir = tmp_path_factory.mktemp("quota-proxy")
     tenant, plain = base, base + SPAN
-    props = workdir / "proxy.properties"
-    props.write_text(
+    properties = (
         f"listeners=TENANT://127.0.0.1:{tenant},PLAINTEXT://127.0.0.1:{plain}\n"
         "listener.security.protocol.map=TENANT:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
-        f"log.dirs={workdir / 'state'}\n"
+        f"log.dirs={tmp_path_factory.mktemp('quota-proxy-state')}\n"
         f"proxy.upstream.bootstrap.servers={logway_upstream.bootstrap}\n"
         f"proxy.node.id.range=0-9\nmetrics.port={metrics_port}\nquota.window.num={WINDOWS}\n"
         "proxy.virtual.clusters=t\nproxy.virtual.cluster.t.listener=TENANT\nproxy.virtual.cluster.t.topic.prefix=t.\n"
         f"proxy.virtual.cluster.t.quota.producer_byte_rate={RATE}\n"
         f"proxy.virtual.cluster.t.quota.consumer_byte_rate={RATE}\n"
         "proxy.virtual.cluster.t.quota.shared=true\n")
-    with open(workdir / "proxy.log", "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "logway.cli", "proxy", "--config", str(props)],
-                                stdout=log, stderr=subprocess.STDOUT)
-    try:
-        for port in (tenant, plain):
-            wait_for_port(port, proc)
-            wait_for_port(port + 1 + NODE, proc)
+    with proxy_from_properties(tmp_path_factory.mktemp("quota-proxy"), properties,
+                               [tenant, tenant + 1 + NODE, plain, plain + 1 + NODE]):
         yield f"127.0.0.1:{tenant}", f"127.0.0.1:{plain}", metrics_port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _topic(bootstrap: str, name: str) -> None:
@@ -74,9 +58,11 @@ def _topic(bootstrap: str, name: str) -> None:
 
 
 def _at_once(*calls) -> list[tuple[int, int]]:
+    """Each (client function, args) in its own process at once: the bytes each moved and its longest throttle."""
     with multiprocessing.get_context("spawn").Pool(len(calls)) as pool:
         jobs = [pool.apply_async(fn, args) for fn, args in calls]
-        return [job.get(timeout=120) for job in jobs]
+        runs = [job.get(timeout=120) for job in jobs]
+    return [(sum(run["per_second"]), run["max_throttle_ms"]) for run in runs]
 
 
 def test_a_tenants_clients_share_its_quota_and_other_clients_run_free(quota_proxy, logway_upstream):
