@@ -196,7 +196,8 @@ def overhead(args: argparse.Namespace) -> dict:
         for i in range(args.runs):
             for name, broker in (list(brokers.items()) if i % 2 == 0 else list(brokers.items())[::-1]):
                 topic = new_topic(broker, 8)
-                spec = {"mode": "rdkafka.produce", "topic": topic, "count": count, "size": KIB, "acks": "1"}
+                spec = {"mode": "rdkafka.produce", "topic": topic, "count": count, "size": KIB, "acks": "1",
+                        "round_robin": 8}
                 produced = throughput(run_load(broker, [spec], timeout=900))
                 broker.settle()
                 spec = {"mode": "rdkafka.consume", "topic": topic, "assign": list(range(8)),

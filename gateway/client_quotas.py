@@ -17,7 +17,8 @@ from pathlib import Path
 import trio
 
 from logway.server import request_time
-from logway.server.quotas import ClientQuotas, Entity, check_entity, check_value, make_entity
+from logway.server.quota_entities import Entity, check_entity, check_value, make_entity
+from logway.server.quotas import ClientQuotas
 from logway.storage import fs
 from logway.storage.checkpoints import write_atomically
 from logway.storage.errors import KafkaStorageError

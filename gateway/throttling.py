@@ -20,7 +20,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from logway.server import request_time
-from logway.server.quotas import ClientQuotaManager, user_of
+from logway.server.quota_entities import user_of
+from logway.server.quotas import ClientQuotaManager
 from logway.wire.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from logway.proxy.addresses import BrokerAddressing, parse_node_id_range
 from logway.proxy.quotas import KEYS as QUOTA_KEYS
 from logway.proxy.quotas import QuotaSettings
 from logway.server.config import ConfigError, Listener, ServerConfig, int_setting, load_properties
-from logway.server.quotas import USER, check_entity, check_value, make_entity
+from logway.server.quota_entities import USER, check_entity, check_value, make_entity
 from logway.server.security.plain import parse_jaas
 from logway.server.security.settings import ProtocolSecurity
 from logway.wire.errors import KafkaError

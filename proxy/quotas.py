@@ -32,9 +32,10 @@ import trio
 from logway.proxy.frames import decode_response, encode_response_frame, response_body_offset, response_correlation_id
 from logway.server import request_time
 from logway.server.connection import Connection
+from logway.server.quota_entities import USER, make_entity, user_of
 from logway.server.quota_metrics import QuotaCollector
 from logway.server.quota_sensors import Windows
-from logway.server.quotas import USER, ClientQuotas, make_entity, user_of
+from logway.server.quotas import ClientQuotas
 from logway.wire.protocol import RequestHeader, is_flexible
 
 PRODUCE, FETCH = 0, 1

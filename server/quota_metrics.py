@@ -16,7 +16,8 @@ from collections.abc import Iterator
 
 from prometheus_client import Metric
 
-from logway.server.quotas import CONTROLLER_MUTATION, REQUEST, ClientQuotas
+from logway.server.quota_entities import CONTROLLER_MUTATION, REQUEST
+from logway.server.quotas import ClientQuotas
 
 QuotaRow = tuple[str, str, str, float, float]  # resource, user, client id, rate, mean throttle time (ms)
 

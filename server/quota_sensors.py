@@ -80,11 +80,6 @@ class _SampledStat:
     def total(self) -> float:
         return sum(sample.value for sample in self.samples)
 
-    def oldest_start(self, now: int) -> int:
-        if not self.samples:
-            self.samples.append(_Sample(now))
-        return min(sample.start for sample in self.samples)
-
 
 class _Sampled:
     """A stat over sample windows: values are recorded into the current sample."""
@@ -105,18 +100,31 @@ class Rate(_Sampled):
 
     def measure(self, windows: Windows, now: int) -> float:
         """The rate per second now."""
-        self.stat.purge(windows, now)
-        return self.stat.total() / (self.window_ms(windows, now) / 1000)
+        total, window_ms = self.total_and_window(windows, now)
+        return total / (window_ms / 1000)
 
-    def window_ms(self, windows: Windows, now: int) -> int:
-        """The time the rate is measured over: since the oldest sample, at least ``num - 1`` whole windows
-        (Rate.windowSize: a young sensor does not measure a burst over its few milliseconds), at least 1 ms."""
-        self.stat.purge(windows, now)
-        elapsed = now - self.stat.oldest_start(now)
-        full = elapsed // windows.size_ms
+    def total_and_window(self, windows: Windows, now: int) -> tuple[float, int]:
+        """The recent values' sum and the time it is measured over, in one pass (the quota check of every request):
+        since the oldest sample, at least ``num - 1`` whole windows (Rate.windowSize: a young sensor does not measure
+        a burst over its few milliseconds), at least 1 ms."""
+        samples = self.stat.samples
+        if not samples:
+            samples.append(_Sample(now))
+        size = windows.size_ms
+        expire = windows.num * size
+        total = 0.0
+        oldest = now
+        for sample in samples:  # purgeObsoleteSamples, combine and oldest, together
+            if now - sample.last >= expire:
+                sample.reset(now)
+            total += sample.value
+            if sample.start < oldest:
+                oldest = sample.start
+        elapsed = now - oldest
+        full = elapsed // size
         if full < windows.num - 1:
-            elapsed += (windows.num - 1 - full) * windows.size_ms
-        return max(elapsed, 1)
+            elapsed += (windows.num - 1 - full) * size
+        return total, max(elapsed, 1)
 
 
 class Avg(_Sampled):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from logway.gateway.client_quotas import Changes
-from logway.server.quotas import Entity, check_entity, check_value, describe_entity, make_entity
+from logway.server.quota_entities import Entity, check_entity, check_value, describe_entity, make_entity
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
 

@@ -9,18 +9,9 @@ import math
 
 import pytest
 
+from logway.server.quota_entities import CLIENT_ID, IP, USER, QuotaFilter, check_entity, check_value, make_entity
 from logway.server.quota_sensors import Windows
-from logway.server.quotas import (
-    CLIENT_ID,
-    IP,
-    MAX_SENSORS,
-    USER,
-    ClientQuotas,
-    QuotaFilter,
-    check_entity,
-    check_value,
-    make_entity,
-)
+from logway.server.quotas import MAX_SENSORS, ClientQuotas
 from logway.wire.errors import ErrorCode, KafkaError
 
 MiB = 1024 * 1024
