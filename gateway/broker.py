@@ -21,12 +21,15 @@ from logway.gateway.dynamic_broker_config import DynamicBrokerConfigs
 from logway.gateway.fetch_sessions import FetchSessionCache
 from logway.gateway.fetch_waiters import FetchWaiters, Watched
 from logway.gateway.group_commit import GroupCommit
+from logway.gateway.group_configs import GroupConfigs
 from logway.gateway.groups import GroupService
 from logway.gateway.meta_properties import load_cluster_id
 from logway.gateway.metrics.stats import BrokerStats
+from logway.gateway.shares import ShareService
 from logway.gateway.transactions import TransactionService
 from logway.server import request_time
 from logway.server.quotas import ClientQuotas
+from logway.server.security.ownership import Owners
 from logway.server.security.realm import Realm
 from logway.storage.cleaner import CleanerConfig
 from logway.storage.config import LogConfig
@@ -68,6 +71,8 @@ class Broker:
         self.cluster_id = ""
         self._waiters = FetchWaiters()
         self._creation_lock = trio.Lock()
+        # Under ACLs, which principal each producer id was handed to (Produce refuses another's).
+        self.producer_owners = Owners(200_000)
         self.stats = BrokerStats()  # counters for the metrics endpoint
         # KIP-227 incremental fetch sessions (gateway/fetch_sessions.py).
         self.fetch_sessions = FetchSessionCache(int(config.properties["max.incremental.fetch.session.cache.slots"]))
@@ -85,8 +90,14 @@ class Broker:
         self.logs.reconfigure(*self._log_defaults())  # before the logs load, so they open with the defaults
         self.logs.open()
         self.producer_ids = ProducerIdManager(Path(self.config.log_dirs[0]) / "producer-id-block")
+        self.group_configs = GroupConfigs(Path(self.config.log_dirs[0]), self.config.properties,
+                                          self.config.given_properties)
+        self.group_configs.load()
         self.groups = GroupService(self)
         self.groups.open()
+        self.shares = ShareService(self)
+        self.groups.coordinator.shares.member_left = self.shares.member_left
+        self.groups.coordinator.admin.share_group_deleted = self.shares.group_deleted
         self.transactions = TransactionService(self)
         log.info(
             "broker %d of cluster %s: %d topics in %s",
@@ -122,6 +133,7 @@ class Broker:
             if self.logs.cleaner_config.enable:
                 nursery.start_soon(self._cleaner_loop)
             await nursery.start(self.groups.run)
+            await nursery.start(self.shares.run)
             await nursery.start(self.transactions.run)
             task_status.started()
 

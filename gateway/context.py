@@ -73,6 +73,11 @@ class RequestContext:
         return getattr(self.connection, "principal", ANONYMOUS)
 
     @property
+    def owner(self) -> tuple[str, str]:
+        """Who state this request makes belongs to (server/security/ownership.py): listener and principal."""
+        return self.connection.listener.name, self.principal
+
+    @property
     def acl(self) -> Acl:
         """The principal's view of the ACLs, for server/security/request_acls.py's rules (with the broker's
         topics, so ids are resolved and partitions checked as KafkaApis does)."""

@@ -11,6 +11,8 @@ response), or None (acks=0 Produce: no response at all, as Kafka does).
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from logway.gateway.apis import api_versions
@@ -55,6 +57,14 @@ class BrokerHandler(RequestHandler):
 
     async def handle(self, conn: Connection, frame: memoryview) -> list[Chunk] | None:
         return await dispatch(self.broker, conn, frame)
+
+    @asynccontextmanager
+    async def session(self, conn: Connection) -> AsyncIterator[None]:
+        """A share session ends with the connection that opened it (its member's records are released)."""
+        try:
+            yield
+        finally:
+            self.broker.shares.connection_closed(conn)
 
 
 async def dispatch(broker: Broker, conn: Connection, frame: memoryview | bytearray) -> list[Chunk] | None:

@@ -122,6 +122,7 @@ class TransactionService:
             num_partitions=int(props["transaction.state.log.num.partitions"]),
             max_timeout_ms=int(props["transaction.max.timeout.ms"]),
             id_expiration_ms=int(props["transactional.id.expiration.ms"]),
+            transaction_version=int(props["transaction.version"]),
         )
         self._abort_interval_s = int(props["transaction.abort.timed.out.transaction.cleanup.interval.ms"]) / 1000
         self._expire_interval_s = int(props["transaction.remove.expired.transaction.cleanup.interval.ms"]) / 1000
@@ -140,6 +141,13 @@ class TransactionService:
         """fsync (by the group commit) the logs the coordinator's writes must be flushed in before they are answered."""
         await flush_logs(self.state_log.broker.group_commit, self.unflushed)
         await self.state_log.broker.groups.offsets_log.flush_pending()  # markers written to __consumer_offsets
+
+    def take_unflushed(self) -> list[PartitionLog]:
+        """The logs the coordinator's writes left to fsync, for a caller that has them flushed with its own
+        appends (Produce v12, which adds partitions to transactions) and answers once they are."""
+        logs = list(self.unflushed)
+        self.unflushed.clear()
+        return logs
 
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:

@@ -146,6 +146,8 @@ class Connection:
     # quotas: server/request_time.py counts it only while such a quota exists).
     loop_s = 0.0
     loop_charged_s = 0.0
+    # Whether bytes may be spliced to and from the socket (not through TLS: its records are encrypted in user space).
+    spliceable = True
 
     def __init__(self, sock: socket.socket, peer: str, context: ListenerContext, memory: RequestMemory,
                  stats: ServerStats, make_handler: HandlerFactory) -> None:

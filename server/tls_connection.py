@@ -31,6 +31,7 @@ class TlsConnection(Connection):
     """A Connection whose socket is a TlsSocket; the handshake runs before the first request."""
 
     sock: TlsSocket
+    spliceable = False
 
     async def handshake(self) -> None:
         try:

@@ -339,7 +339,7 @@ async def _serve(ctx: RequestContext, request: Any, deadline: float | None, deni
     broker = ctx.broker
     if not isinstance(request, _Request):
         request = _from_kio(request)
-    session = broker.fetch_sessions.context(ctx.version, request, (ctx.principal, ctx.connection.listener.name))
+    session = broker.fetch_sessions.context(ctx.version, request, ctx.owner)
     if session.error:
         return encode_fetch_response(ctx.version, ctx.header.correlation_id, [], error_code=session.error)
     replica_id = fetch_replica_id(request)  # the request's, not its session's

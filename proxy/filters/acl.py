@@ -7,15 +7,15 @@ answered by the proxy; one naming some is forwarded without them, and their erro
 upstream's answer. Listings (Metadata, ListGroups, ListTransactions, OffsetFetch of all topics, ...) show only
 what the principal may describe, and *_authorized_operations are the principal's, not the proxy's user's.
 APIs without a rule are not advertised, and Produce, Fetch, OffsetCommit and OffsetFetch are advertised up
-to the last versions that name topics (``VERSION_CAPS``). Produce and Fetch responses are decoded only when
-a topic was denied.
+to the last versions that name topics (``VERSION_CAPS``). A response is decoded only when the decision on its
+request changes it (``needs_response``): Produce and Fetch responses only when a topic was denied.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from logway.proxy.filters.base import Answer, ClientInfo
+from logway.proxy.filters.base import Answer, ClientInfo, Filter, every_version
 from logway.server.security.authorizer import Authorizer
 from logway.server.security.request_acls import (
     RULES,
@@ -30,8 +30,10 @@ __all__ = ["AclFilter", "RULES", "VERSION_CAPS", "acl_filter_factory"]
 PRODUCE = 0
 
 
-class AclFilter:
-    api_keys = frozenset(RULES) - UNRESTRICTED  # (client telemetry is served to every principal, undecoded)
+class AclFilter(Filter):
+    """One client connection's ACL checks, in the authenticated principal's name."""
+
+    requests = responses = every_version(frozenset(RULES) - UNRESTRICTED)  # (telemetry: every principal's)
 
     def __init__(self, authorizer: Authorizer, client: ClientInfo) -> None:
         self.authorizer = authorizer
@@ -39,21 +41,19 @@ class AclFilter:
         # How to finish each forwarded request's response, by the id of the request object forwarded
         # (requests are pipelined; the proxy keeps that object until its response comes).
         self._decisions: dict[int, Decision] = {}
-        self._wants_response = True
 
     def on_request(self, client: ClientInfo, api_key: int, api_version: int, request: Any) -> Any:
         decision = authorize_request(api_key, api_version, request, Acl(self.authorizer, client.principal,
                                                                         client.host))
         if decision.request is None:
             raise Answer(decision.response)
-        self._wants_response = decision.changes_response
         if decision.changes_response and not (api_key == PRODUCE and decision.request.acks == 0):
             self._decisions[id(decision.request)] = decision
         return decision.request
 
-    def wants_response(self, api_key: int, api_version: int) -> bool:
-        """Whether the request just seen needs its response decoded (denied entries to add, lists to filter)."""
-        return self._wants_response
+    def needs_response(self, api_key: int, api_version: int, request: Any) -> bool:
+        """Whether the response must be finished (denied entries to add, lists to filter)."""
+        return id(request) in self._decisions
 
     def on_response(self, client: ClientInfo, api_key: int, api_version: int, request: Any, response: Any) -> Any:
         decision = self._decisions.pop(id(request), None)
