@@ -88,7 +88,7 @@ async def dispatch(broker: Broker, conn: Connection, frame: memoryview | bytearr
             result = await api.handle(ctx, request)
         if result is None or isinstance(result, list):  # Fetch's chunks, acks=0 Produce's nothing
             return result
-        if broker.quotas.request.enabled or ctx.throttle_ms:  # (RAW APIs throttle themselves)
+        if (broker.quotas.request.enabled or ctx.throttle_ms) and not ctx.quotas_applied:  # (RAW APIs: their own)
             result = throttle_answer(ctx, result)
         return [encode_response(header.api_key, header.api_version, header.correlation_id, result)]
     except MalformedRequest:

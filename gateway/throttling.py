@@ -7,6 +7,8 @@ request, its throttle time put in the answer's ``throttle_time_ms`` and the conn
 - Fetch (consumers): the answer's size against ``consumer_byte_rate``, and its time; a throttled Fetch answers no
   data (the size taken back, as Kafka's unrecordQuotaSensor), and max_bytes is capped at what the quota allows
   over its windows (getMaxValueInQuotaWindow), so a fetch is never throttled for its size alone.
+- ShareFetch (KIP-932 share consumers): as a Fetch (Kafka 4.3's processShareFetchResponse), but a throttled answer
+  still carries the records it acquired (gateway/apis/share_fetch.py says why).
 - Every other API: its time against ``request_percentage``, and for CreateTopics, CreatePartitions and
   DeleteTopics the ``controller_mutation_rate`` throttle they set on the context (the longer one wins).
 Nothing is measured while no quota of a kind was ever set (the broker's quota managers say so in one test).
@@ -96,9 +98,10 @@ def fetch_max_bytes(ctx: RequestContext, max_bytes: int) -> int:
     return max_bytes if cap >= max_bytes else max(int(cap), 1)
 
 
-def fetch_throttle(ctx: RequestContext, size: int) -> int:
+def fetch_throttle(ctx: RequestContext, size: int, delivered: bool = False) -> int:
     """Record a consumer's Fetch answer of ``size`` bytes (and the request's time): its throttle time. When it
-    is throttled, the caller answers no data instead, and the size is taken back."""
+    is throttled, the caller answers no data instead, and the size is taken back; unless the answer is
+    ``delivered`` all the same (a ShareFetch's acquired records), when the size stays counted."""
     quotas = ctx.broker.quotas
     if not (quotas.fetch.enabled or quotas.request.enabled):
         return 0
@@ -108,7 +111,8 @@ def fetch_throttle(ctx: RequestContext, size: int) -> int:
     bandwidth = quotas.fetch.record(user, client_id, size, now)
     delay = max(bandwidth, requested)
     if delay:
-        quotas.fetch.unrecord(user, client_id, size, now)
+        if not delivered:
+            quotas.fetch.unrecord(user, client_id, size, now)
         _apply(ctx, quotas.fetch if bandwidth > requested else quotas.request, user, client_id, delay, now)
     return delay
 

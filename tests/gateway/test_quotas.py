@@ -1,9 +1,10 @@
-"""Client quotas in the broker, over the wire: quotas survive a restart; the request_percentage, consumer_byte_rate,
-controller_mutation_rate and connection_creation_rate quotas each hold their client as Kafka does and tell it the
+"""Client quotas in the broker, over the wire: quotas survive a restart; the request_percentage, consumer_byte_rate
+(Fetch and ShareFetch), controller_mutation_rate and connection_creation_rate quotas each hold their client as Kafka does and tell it the
 throttle time (producer_byte_rate with real clients: compat_tests/kafka/test_quotas.py)."""
 
 from __future__ import annotations
 
+import datetime
 import socket
 import time
 import uuid
@@ -14,6 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from raw_requests import exchange, read_frame, request_frame
 
 from logway.gateway.in_process import InProcessGateway
+from logway.wire.records import NewRecord, build_batch
 
 
 def _alter(gw: InProcessGateway, entity: dict, ops: dict[str, float | None]) -> None:
@@ -98,6 +100,52 @@ def test_a_consumer_over_its_byte_rate_is_answered_no_data_and_its_throttle_time
         second = _fetch(s, topic, 0, 0)
     assert second.responses[0].partitions[0].records and second.session_id != 0
     assert second.throttle_time.total_seconds() == 0
+
+
+def _share_fetch(s: socket.socket, member: str, topic_id: uuid.UUID) -> object:
+    return exchange(s, 78, 1, {
+        "group_id": "g", "member_id": member, "share_session_epoch": 0,
+        "max_wait": datetime.timedelta(milliseconds=5000), "min_bytes": 1, "max_bytes": 50 << 20,
+        "max_records": 100, "batch_size": 100, "forgotten_topics_data": [],
+        "topics": [{"topic_id": topic_id, "partitions": [{"partition_index": 0, "acknowledgement_batches": []}]}]})
+
+
+def test_a_share_consumer_over_its_byte_rate_is_told_its_throttle_time_and_keeps_its_records(tmp_path):
+    # Kafka 4.3 counts a ShareFetch answer against consumer_byte_rate as a Fetch's (processShareFetchResponse).
+    gw = InProcessGateway(tmp_path / "data", {"group.share.assignment.interval.ms": "0"}).start()
+    try:
+        gw.broker.logs.create_topic("t", 1)
+        topic_id = gw.broker.logs.topics["t"].topic_id
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=20) as s:
+            exchange(s, 44, 1, {"resources": [{"resource_type": 32, "resource_name": "g", "configs": [
+                {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}],
+                "validate_only": False})
+            batch = build_batch([NewRecord(b"k", b"v" * 10_000) for _ in range(10)])
+            exchange(s, 0, 9, {"acks": -1, "timeout": 10_000, "transactional_id": None, "topic_data": [
+                {"name": "t", "partition_data": [{"index": 0, "records": batch}]}]})
+            members = [str(uuid.uuid4()), str(uuid.uuid4())]
+            for member in members:
+                joined = exchange(s, 76, 1, {"group_id": "g", "member_id": member, "member_epoch": 0,
+                                             "rack_id": None, "subscribed_topic_names": ["t"]})
+                assert joined.error_code == 0, joined
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=20) as s:
+            free = _share_fetch(s, members[0], topic_id)
+        assert free.throttle_time.total_seconds() == 0  # no quota yet
+        acquired = [(a.first_offset, a.last_offset) for t in free.responses for p in t.partitions
+                    for a in p.acquired_records]
+        assert acquired == [(0, 9)]
+        _alter(gw, {"client-id": "x"}, {"consumer_byte_rate": 1000.0})
+        # The first member's connection is closed: the records it held are delivered again (to the second).
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=20) as s:
+            throttled = _share_fetch(s, members[1], topic_id)
+        # 100 kB against 1000 B/s: told to wait, and the records it acquired come with the answer (Kafka's answer
+        # drops them, leaving them locked to the member until the lock runs out).
+        assert throttled.throttle_time.total_seconds() > 1
+        records = [p.records for t in throttled.responses for p in t.partitions]
+        assert [(a.first_offset, a.last_offset) for t in throttled.responses for p in t.partitions
+                for a in p.acquired_records] == [(0, 9)] and sum(map(len, records)) > 100_000
+    finally:
+        gw.stop()
 
 
 def _create(s: socket.socket, version: int, name: str, partitions: int) -> object:
