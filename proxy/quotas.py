@@ -9,13 +9,14 @@ Settings, with Kafka's quota names:
   its own budget; with ``proxy.virtual.cluster.<name>.quota.shared=true`` one budget the tenant's clients share.
 
 A client both hold is throttled for the longer time. As Kafka (KafkaApis, KIP-219), with one accounting call per
-request: a Produce by its size when it arrives, a Fetch by the size of its answer when the upstream gives it, every
-request by the proxy's own time for it; a consumer's max_bytes is first capped at what its quota allows over the
-quota's windows (getMaxValueInQuotaWindow), so a fetch that would be over it brings less data. The throttle time
-goes in the answer's ``throttle_time_ms`` (the longer of the upstream's and the proxy's), and the client connection
-is muted for it (server.connection.Connection.throttle): the requests it sends meanwhile wait in its socket. A
-throttled Fetch answer still carries the data the upstream gave (Kafka's own broker answers one without data; the
-proxy has already taken the bytes from the upstream, and the mute holds the client to its rate all the same).
+request: a Produce by its size when it arrives, a Fetch (or a share consumer's ShareFetch) by the size of its answer
+when the upstream gives it, every request by the proxy's own time for it; a consumer's Fetch max_bytes is first
+capped at what its quota allows over the quota's windows (getMaxValueInQuotaWindow), so a fetch that would be over
+it brings less data. The throttle time goes in the answer's ``throttle_time_ms`` (the longer of the upstream's and
+the proxy's), and the client connection is muted for it (server.connection.Connection.throttle): the requests it
+sends meanwhile wait in its socket. A throttled Fetch or ShareFetch answer still carries the data the upstream gave
+(Kafka's own broker answers one without data; the proxy has already taken the bytes from the upstream, and the mute
+holds the client to its rate all the same).
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ from logway.server.quota_sensors import Windows
 from logway.server.quotas import ClientQuotas
 from logway.wire.protocol import RequestHeader, is_flexible
 
-PRODUCE, FETCH = 0, 1
+PRODUCE, FETCH, SHARE_FETCH = 0, 1, 78
+# Answers counted against consumer_byte_rate: Fetch, and a share consumer's ShareFetch (Kafka 4.3's
+# processShareFetchResponse; its max_bytes is not capped here, the answer is counted when it comes back).
+CONSUMED = (FETCH, SHARE_FETCH)
 KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage")
 _I32 = struct.Struct(">i")
 _ALL_USERS = make_entity([(USER, None)])
@@ -133,9 +137,9 @@ class SessionQuota:
     def answer(self, conn: Connection, api_key: int, version: int, frame: bytearray | bytes,
                throttle_ms: int, client_id: str) -> bytearray | bytes:
         """An upstream answer on its way to the client: a Fetch's size recorded, and the throttle time (its
-        request's, or the Fetch's) set in it; the connection muted for it."""
+        request's, or the Fetch's or ShareFetch's) set in it; the connection muted for it."""
         delay = throttle_ms
-        if api_key == FETCH:
+        if api_key in CONSUMED:
             now = _monotonic_ms()
             for scope in self.scopes:
                 quotas = scope.quotas

@@ -1,11 +1,13 @@
 """The proxy's own client quotas, in front of a Logway upstream that has none: the clients of a virtual cluster
 whose quota is shared (proxy.virtual.cluster.t.quota.*, .quota.shared=true) are held together near its rate and
 told their throttle time, while a client on the proxy's other listener runs unthrottled, more than ten times
-faster; the proxy's metrics show the tenant's budget. Rates are sampled over 3 windows of 1 s
-(quota.window.num=3), so the burst a fresh budget allows, (num - 1) x quota, passes within these short runs."""
+faster; the proxy's metrics show the tenant's budget; a share consumer's ShareFetch answers count as a Fetch's.
+Rates are sampled over 3 windows of 1 s (quota.window.num=3), so the burst a fresh budget allows, (num - 1) x
+quota, passes within these short runs."""
 
 from __future__ import annotations
 
+import datetime
 import multiprocessing
 import uuid
 from collections.abc import Iterator
@@ -14,6 +16,10 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from compat_tests.kafka.quota_clients import rdkafka_consume, rdkafka_produce
+from logway.proxy.frames import decode_response, encode_response_frame
+from logway.proxy.quotas import ProxyQuotas, QuotaSettings
+from logway.server.quota_sensors import Windows
+from logway.wire.protocol import build, response_type
 from tests.proxy.prometheus_text import sample, scrape
 
 NODE = 1  # the upstream's node.id (tests/proxy/conftest.py)
@@ -87,3 +93,35 @@ def test_a_tenants_clients_share_its_quota_and_other_clients_run_free(quota_prox
     assert RATE * WINDOWS / 2 < read <= held_bytes(SECONDS), read
     assert read_throttle > 0
     assert free_read > 10 * read and free_read_throttle == 0
+
+
+class _Client:
+    """What SessionQuota reads of a client connection: its principal, and the mute it is given."""
+
+    principal = "User:ANONYMOUS"
+    muted_ms = 0
+
+    def throttle(self, delay_ms: int) -> None:
+        self.muted_ms = max(self.muted_ms, delay_ms)
+
+
+def test_a_share_consumers_answers_count_against_the_tenants_consumer_byte_rate():
+    # Kafka 4.3 counts a ShareFetch answer against consumer_byte_rate as a Fetch's (processShareFetchResponse).
+    quotas = ProxyQuotas(None, {"TENANT": ("t", QuotaSettings({"consumer_byte_rate": 1000.0}, shared=True))},
+                         Windows(WINDOWS, 1000))
+    session = quotas.for_listener("TENANT")
+    topic_id = uuid.uuid4()
+    records = b"r" * 100_000
+    answer = build(response_type(78, 1), {
+        "throttle_time": 0, "error_code": 0, "acquisition_lock_timeout": 30_000, "responses": [
+            {"topic_id": topic_id, "partitions": [{
+                "partition_index": 0, "error_code": 0, "acknowledge_error_code": 0,
+                "current_leader": {"leader_id": 1, "leader_epoch": 0}, "records": records,
+                "acquired_records": [{"first_offset": 0, "last_offset": 9, "delivery_count": 1}]}]}]})
+    client = _Client()
+    got = decode_response(78, 1, bytes(session.answer(client, 78, 1, encode_response_frame(78, 1, 7, answer), 0,
+                                                      "share-reader")))
+    # 100 kB against 1000 B/s over 2 windows: told to wait, muted as long, the records still given.
+    assert got.throttle_time > datetime.timedelta(seconds=1)
+    assert client.muted_ms == got.throttle_time.total_seconds() * 1000
+    assert got.responses[0].partitions[0].records == records
