@@ -46,6 +46,11 @@ class RequestContext:
     frame: memoryview | bytearray
     body_pos: int
     decision: Decision | None = None
+    # A controller_mutation_rate throttle a handler met (CreateTopics, CreatePartitions, DeleteTopics): the answer
+    # carries the longer of it and the request_percentage one (gateway/throttling.py).
+    throttle_ms: int = 0
+    # The handler applied the client quotas to its answer itself (ShareFetch): dispatch leaves it as it is.
+    quotas_applied: bool = False
 
     @property
     def version(self) -> int:

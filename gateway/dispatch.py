@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from logway.gateway.apis import api_versions
 from logway.gateway.apis.registry import APIS, Api
 from logway.gateway.context import RequestContext
+from logway.gateway.throttling import throttle_answer
 from logway.server.audit_changes import CHANGE_APIS
 from logway.server.connection import Connection, RequestHandler
 from logway.server.security.request_acls import NO_ACL, RULES, authorize_request
@@ -84,12 +85,13 @@ async def dispatch(broker: Broker, conn: Connection, frame: memoryview | bytearr
     request: Any = None if api.raw else decode_body(header.api_key, header.api_version, bytes(frame), ctx.body_pos)
     try:
         if conn.realm.authorizer is not None and header.api_key in _CHECKED:
-            return await _serve_checked(ctx, api, request)
-        result = await api.handle(ctx, request)
+            result = await _serve_checked(ctx, api, request)
+        else:
+            result = await _serve(ctx, api, request)
         if result is None or isinstance(result, list):  # Fetch's chunks, acks=0 Produce's nothing
             return result
-        if header.api_key in CHANGE_APIS:
-            ctx.audit_changes(request, result)
+        if (broker.quotas.request.enabled or ctx.throttle_ms) and not ctx.quotas_applied:  # (RAW APIs: their own)
+            result = throttle_answer(ctx, result)
         return [encode_response(header.api_key, header.api_version, header.correlation_id, result)]
     except MalformedRequest:
         raise
@@ -98,21 +100,29 @@ async def dispatch(broker: Broker, conn: Connection, frame: memoryview | bytearr
         raise
 
 
-async def _serve_checked(ctx: RequestContext, api: Api, request: Any) -> list[Chunk] | None:
+async def _serve(ctx: RequestContext, api: Api, request: Any) -> Any:
+    """The API's answer, its changes audited."""
+    result = await api.handle(ctx, request)
+    if ctx.header.api_key in CHANGE_APIS and result is not None and not isinstance(result, list):
+        ctx.audit_changes(request, result)
+    return result
+
+
+async def _serve_checked(ctx: RequestContext, api: Api, request: Any) -> Any:
     """Kafka's ACL rules for the request: answered by them alone, or served in part and finished by them."""
     header = ctx.header
     acl = ctx.acl
     decision = authorize_request(header.api_key, header.api_version, request, acl)
     ctx.audit_denials(acl)
     if decision.request is None:
-        return [encode_response(header.api_key, header.api_version, header.correlation_id, decision.response)]
+        return decision.response
     ctx.decision = decision
     result = await api.handle(ctx, decision.request)
     if result is None or isinstance(result, list):
         return result
     if header.api_key in CHANGE_APIS:  # what was served (the refused entries are denials, recorded above)
         ctx.audit_changes(decision.request, result)
-    return [encode_response(header.api_key, header.api_version, header.correlation_id, decision.finish(result))]
+    return decision.finish(result)
 
 
 def _unsupported_version(api: Api, header: RequestHeader) -> list[Chunk]:

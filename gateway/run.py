@@ -32,7 +32,7 @@ async def run_broker(
     """
     if metrics_listeners is None:
         metrics_listeners = await open_metrics_listeners(broker.config)
-    server = Server(broker.config, broker.stats)
+    server = Server(broker.config, broker.stats, broker.quotas)
     handler = BrokerHandler(broker)
     async with trio.open_nursery() as nursery:
         await nursery.start(broker.run_background)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import signal
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 import trio
@@ -28,7 +29,9 @@ from logway.proxy.filters.realm_users import VERSIONS as SCRAM_USER_VERSIONS
 from logway.proxy.filters.realm_users import realm_users_factory
 from logway.proxy.filters.tenant import DENIED_API_KEYS, TenantFilter, TopicIdDirectory
 from logway.proxy.metrics import serve_registry
+from logway.proxy.quotas import ProxyQuotas
 from logway.proxy.session import FilterFactory, ProxySession
+from logway.server import request_time
 from logway.server.audit import NO_AUDIT, Audit, audit_of
 from logway.server.config import Listener
 from logway.server.connection import HandlerFactory
@@ -67,6 +70,12 @@ class Proxy:
         self.metrics = ClientMetrics(self.registry, topic_ids=self.topic_ids) if self.config.metrics_port else None
         # Each listener's audit log: those of the audit filters in its connections' chain.
         self.audits = {listener.name: self._audit_for(listener.name) for listener in self.config.listeners}
+        # Client quotas the proxy enforces itself (proxy.quota.*, proxy.virtual.cluster.<name>.quota.*).
+        self.quotas = ProxyQuotas(config.quota, {lst: (vc.name, vc.quota) for lst, vc in self.virtual_clusters.items()},
+                                  self.config.quota_windows)
+        if self.config.metrics_port:
+            for collector in self.quotas.collectors():
+                self.registry.register(collector)
 
     def filter_chain(self, listener: str) -> list[FilterFactory]:
         """The filters of a client connection on ``listener``, in chain order (requests pass them first to last,
@@ -163,6 +172,8 @@ class ProxyServer:
 
     async def serve(self, bootstrap: list[tuple[Listener, trio.SocketListener]],
                     task_status=trio.TASK_STATUS_IGNORED) -> None:
+        if self.proxy.quotas.timed:  # a request_percentage quota: time the connections' requests
+            request_time.enable()
         async with trio.open_nursery() as nursery:
             await nursery.start(self.server.run)
             await nursery.start(self.proxy.cluster.watch)
@@ -243,7 +254,8 @@ async def _serve(proxy: Proxy, config: ProxyConfig) -> None:
             await nursery.start(ProxyServer(proxy).serve, bootstrap)
             tune_after_startup()  # the server's GC policy: fewer collections on the request path (p99)
             if metrics_listeners:
-                await nursery.start(serve_registry, proxy.registry, metrics_listeners)
+                await nursery.start(partial(serve_registry, refresh=proxy.quotas.refresh_metrics), proxy.registry,
+                                    metrics_listeners)
                 log.info("metrics on http://%s:%d/metrics", proxy.config.metrics_host or "0.0.0.0",
                          proxy.config.metrics_port)
             upstream = ",".join(f"{h}:{p}" for h, p in config.upstream_bootstrap)

@@ -43,6 +43,7 @@ from logway.proxy.frames import (
     set_response_correlation_id,
 )
 from logway.proxy.produce_walk import ProduceWalk
+from logway.proxy.quotas import SessionQuota
 from logway.proxy.splice import IOV_MAX, Pipe
 from logway.proxy.streaming import SPLICE_FROM, ClientSource, FrameDoesNotWalk, FrameRelay, UpstreamSource
 from logway.proxy.upstream import Upstream, UpstreamError
@@ -74,6 +75,7 @@ class Pending:
     answer: bytes | None = None  # a whole frame (with size prefix) the proxy answers itself
     seen: Seen = ()  # the filters its response goes through, each with the request it returned
     heads: tuple = ()  # the filters that read its first bytes
+    throttle_ms: int = 0  # the proxy's own client quotas throttled the request (proxy/quotas.py)
 
 
 class ProxySession(RequestHandler):
@@ -84,6 +86,7 @@ class ProxySession(RequestHandler):
     client: ClientInfo
     upstream: Upstream | None = None
     ranges: Ranges = {}  # what this connection advertises, once its upstream is connected
+    quota: SessionQuota | None = None  # the client quotas the proxy holds this connection to, if any
 
     def __init__(self, proxy: Proxy, conn: Connection, node_id: int | None) -> None:
         self.proxy = proxy
@@ -113,6 +116,7 @@ class ProxySession(RequestHandler):
                                  topic_prefix=cluster.topic_prefix if cluster is not None else "")
         self.chain = FilterChain([factory(self.client) for factory in self.proxy.filter_chain(conn.listener.name)],
                                  self.client)
+        self.quota = self.proxy.quotas.for_listener(conn.listener.name)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write_responses)
@@ -158,6 +162,8 @@ class ProxySession(RequestHandler):
             return False
         pending = Pending(header.correlation_id, PRODUCE_KEY, header.api_version, upstream.next_correlation_id(),
                           seen=plan.undecoded)
+        if self.quota is not None:
+            pending.throttle_ms = await self.quota.request(self.conn, header, head, pos, size, expects_response)
         set_request_correlation_id(head, pending.upstream_correlation_id)
         del head
         await self._stream_request(header.api_version, SIZE.size + pos, SIZE.size + size)
@@ -205,6 +211,8 @@ class ProxySession(RequestHandler):
         pending = Pending(header.correlation_id, key, version, upstream.next_correlation_id(), seen=plan.undecoded,
                           heads=plan.heads)
         expects_response = key != PRODUCE_KEY or produce_expects_response(frame, header, pos)
+        if self.quota is not None:
+            pending.throttle_ms = await self.quota.request(self.conn, header, frame, pos, len(frame), expects_response)
         out = None
         if plan.decodes_request:
             try:
@@ -224,8 +232,13 @@ class ProxySession(RequestHandler):
             out = frame
         elif self.chain.observers and key == PRODUCE_KEY:
             pos = read_request_header(out)[1]
+        await self._send(upstream, out, pos, pending, expects_response)
+
+    async def _send(self, upstream: Upstream, out: memoryview | bytes, pos: int, pending: Pending,
+                    expects_response: bool) -> None:
+        """Send the request (as the chain left it) upstream and queue what its response will need."""
         if self.chain.observers:
-            self.chain.observe_request(key, version, out, pos)
+            self.chain.observe_request(pending.api_key, pending.api_version, out, pos)
         try:
             await upstream.send(out)
         except UpstreamError as exc:
@@ -388,6 +401,9 @@ class ProxySession(RequestHandler):
             raise UpstreamError(f"{upstream}: no response to {api_name(pending.api_key)} within "
                                 "proxy.upstream.request.timeout.ms")
         frame = self._for_client(pending, frame)
+        if self.quota is not None:
+            frame = self.quota.answer(self.conn, pending.api_key, pending.api_version, frame, pending.throttle_ms,
+                                      self.client.client_id or "")
         if len(frame) <= _SMALL:
             out.append(SIZE.pack(len(frame)))
             out.append(frame)
@@ -429,6 +445,8 @@ class ProxySession(RequestHandler):
         """A large response no filter must decode, from a plain upstream socket to a plain client socket:
         streamed (its records spliced)."""
         if size <= _SMALL or self._pipe is None:
+            return False
+        if self.quota is not None and (self.quota.fetch or pending.throttle_ms):  # measured, and its throttle set
             return False
         if self.upstream.socket is None or not self.conn.spliceable:
             return False
