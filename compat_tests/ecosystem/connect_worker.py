@@ -18,8 +18,10 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from compat_tests.kafka.cluster import HERE as KAFKA_DIR
-from compat_tests.kafka.cluster import JVM_FLAGS, ensure_jars
+from compat_tests.kafka.cluster import JVM_FLAGS, KafkaUnavailable, ensure_jars
 
 CONNECT_DIR = Path(__file__).parent / "connect"
 LOG4J = KAFKA_DIR / "log4j2-server.properties"  # INFO to stdout, which goes to the process's log file
@@ -35,6 +37,14 @@ PLUGIN_DISCOVERY = {"plugin.discovery": "service_load"}
 def connect_classpath() -> str:
     """connect/lib/* (Maven resolves connect/pom.xml into it on first use; KafkaUnavailable if it cannot)."""
     return str(ensure_jars(pom=CONNECT_DIR / "pom.xml", lib=CONNECT_DIR / "lib") / "*")
+
+
+def require_connect_jars() -> None:
+    """Skip the calling test when Java, Maven or the jars are not to be had (as compat_tests/kafka does)."""
+    try:
+        connect_classpath()
+    except KafkaUnavailable as error:
+        pytest.skip(str(error))
 
 
 def free_port() -> int:

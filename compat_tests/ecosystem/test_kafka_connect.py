@@ -24,37 +24,19 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # --import-mode=importlib: bench/ and compat_tests/ import from the repository root
     sys.path.insert(0, str(ROOT))
 
-from bench.procs import Logway  # noqa: E402
-from bench.proxy import LogwayProxy  # noqa: E402
-from compat_tests.ecosystem.connect_worker import ConnectWorker  # noqa: E402
-from compat_tests.kafka.cluster import KafkaUnavailable, ensure_jars  # noqa: E402
+from compat_tests.ecosystem.connect_worker import ConnectWorker, require_connect_jars  # noqa: E402
+from compat_tests.ecosystem.logway_endpoint import KINDS, start_logway  # noqa: E402
 
 TOPIC = "connect-lines"
 LINES = 300  # per phase: before the kill, and while the worker is down
 
 
-def require_java() -> None:
-    try:
-        ensure_jars()
-    except KafkaUnavailable as error:
-        pytest.skip(str(error))
-
-
-@pytest.fixture(params=["direct", "proxy"])
+@pytest.fixture(params=KINDS)
 def bootstrap(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A fresh Logway broker, and `logway proxy` in front of it for the "proxy" case: the worker's bootstrap."""
-    require_java()
+    require_connect_jars()
     with ExitStack() as stack:
-        upstream = Logway(tmp_path / "logway", overrides={"group.initial.rebalance.delay.ms": "0"})
-        stack.callback(upstream.stop)
-        upstream.start()
-        if request.param == "direct":
-            yield upstream.bootstrap
-            return
-        proxy = LogwayProxy(tmp_path / "proxy", upstream)
-        stack.callback(proxy.stop)
-        proxy.start()
-        yield proxy.bootstrap
+        yield start_logway(request.param, tmp_path, stack)
 
 
 def read_lines(path: Path) -> list[str]:
