@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from compat_tests.kafka.cluster import HERE as KAFKA_DIR
-from compat_tests.kafka.cluster import JVM_FLAGS, KafkaUnavailable, ensure_jars
+from compat_tests.kafka.cluster import JVM_FLAGS, KafkaUnavailable, class_data_sharing, ensure_jars
 
 CONNECT_DIR = Path(__file__).parent / "connect"
 LOG4J = KAFKA_DIR / "log4j2-server.properties"  # INFO to stdout, which goes to the process's log file
@@ -73,8 +73,9 @@ class JavaProcess:
     def start(self) -> JavaProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.properties_path.write_text(properties(self.config))
-        cmd = ["java", *JVM_FLAGS, f"-Dlog4j2.configurationFile={LOG4J}", "-cp", connect_classpath(), self.main,
-               str(self.properties_path)]
+        classpath = connect_classpath()  # first: it creates lib/, where the class-data-sharing archive goes
+        cmd = ["java", *JVM_FLAGS, *class_data_sharing(self.main, CONNECT_DIR / "lib"),
+               f"-Dlog4j2.configurationFile={LOG4J}", "-cp", classpath, self.main, str(self.properties_path)]
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         return self

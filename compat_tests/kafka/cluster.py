@@ -77,18 +77,18 @@ def java(main: str, *args: str, timeout: float = 120, stdin: str | None = None,
          env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run one of Kafka's tool classes (`org.apache.kafka.tools.TopicCommand`, ...) to completion."""
     cp = classpath()  # first: it creates lib/, where the class-data-sharing archive goes
-    cmd = ["java", *JVM_FLAGS, *_class_data_sharing(main), f"-Dlog4j2.configurationFile={HERE / 'log4j2-tools.properties'}",
+    cmd = ["java", *JVM_FLAGS, *class_data_sharing(main), f"-Dlog4j2.configurationFile={HERE / 'log4j2-tools.properties'}",
            "-cp", cp, main, *args]
     return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
 
 
-def _class_data_sharing(main: str) -> list[str]:
-    """JVM flags for a class-data-sharing archive of one tool's classes (lib/cds/<main>.jsa): the tool's
+def class_data_sharing(main: str, lib: Path = LIB) -> list[str]:
+    """JVM flags for a class-data-sharing archive of one tool's classes (<lib>/cds/<main>.jsa): the tool's
     first run writes it at exit, later runs map it and start in about 0.8 s instead of 2 s. A stale or
     foreign archive is ignored by the JVM (-Xshare:auto), silently."""
     quiet = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
-    archive = LIB / "cds" / f"{main}.jsa"
+    archive = lib / "cds" / f"{main}.jsa"
     if archive.exists():
         return [f"-XX:SharedArchiveFile={archive}", *quiet]
     archive.parent.mkdir(exist_ok=True)
