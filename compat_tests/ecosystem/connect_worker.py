@@ -10,7 +10,6 @@ MirrorMaker 2 in dedicated mode (`org.apache.kafka.connect.mirror.MirrorMaker`):
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 import urllib.error
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.procs import free_port
 from compat_tests.kafka.cluster import HERE as KAFKA_DIR
 from compat_tests.kafka.cluster import JVM_FLAGS, KafkaUnavailable, class_data_sharing, ensure_jars
 
@@ -45,12 +45,6 @@ def require_connect_jars() -> None:
         connect_classpath()
     except KafkaUnavailable as error:
         pytest.skip(str(error))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def properties(values: dict[str, str]) -> str:
