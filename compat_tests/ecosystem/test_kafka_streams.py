@@ -50,31 +50,34 @@ WAIT = 90.0  # seconds for any one condition (a JVM start, a rebalance, an aband
 
 def _build() -> list[str]:
     """Resolve Kafka Streams into lib/ (once; Maven caches in ~/.m2) and compile RunningSum into classes/ when
-    its source is newer; the java command line's class path. Built in a temporary directory and renamed into
-    place, so two test processes building at once never see half a build."""
+    its source is newer; the java command that runs it, up to its arguments. Each is built in a temporary
+    directory and renamed into place, so two test processes building at once never see half a build."""
     for tool in ("java", "javac", "mvn"):
         if shutil.which(tool) is None:
             pytest.skip(f"Kafka Streams needs {tool} on PATH (compat_tests/setup.sh installs maven)")
     if not LIB.is_dir():
-        tmp = Path(tempfile.mkdtemp(dir=STREAMS, prefix=".lib-"))
-        subprocess.run(["mvn", "-q", "-f", str(STREAMS / "pom.xml"), "dependency:copy-dependencies",
-                        f"-DoutputDirectory={tmp}"], check=True, timeout=600)
-        _move_into_place(tmp, LIB)
+        _build_into(LIB, ["mvn", "-q", "-f", str(STREAMS / "pom.xml"), "dependency:copy-dependencies",
+                          "-DoutputDirectory={}"])
     built = CLASSES / "RunningSum.class"
     if not built.is_file() or SOURCE.stat().st_mtime > built.stat().st_mtime:
-        tmp = Path(tempfile.mkdtemp(dir=STREAMS, prefix=".classes-"))
-        subprocess.run(["javac", "-d", str(tmp), "-cp", f"{LIB}/*", str(SOURCE)], check=True, timeout=300)
         shutil.rmtree(CLASSES, ignore_errors=True)
-        _move_into_place(tmp, CLASSES)
+        _build_into(CLASSES, ["javac", "-d", "{}", "-cp", f"{LIB}/*", str(SOURCE)])
     # C1 only and the serial collector: a short-lived JVM on a busy 2-core machine starts faster with them.
     return ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", f"-Dlog4j2.configurationFile={LOG4J}",
             "-cp", f"{CLASSES}:{LIB}/*", "RunningSum"]
 
 
-def _move_into_place(tmp: Path, dest: Path) -> None:
+def _build_into(dest: Path, command: list[str]) -> None:
+    """Run ``command`` with "{}" standing for a fresh directory beside ``dest``, then rename it to ``dest``
+    (unless another process got there first: then its build is used)."""
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}-"))
     try:
+        subprocess.run([arg.replace("{}", str(tmp)) for arg in command], check=True, timeout=600)
         tmp.rename(dest)
-    except OSError:  # another process put its build there first: use that one
+    except OSError:
+        if not dest.is_dir():
+            raise
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
