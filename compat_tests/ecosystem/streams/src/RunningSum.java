@@ -9,6 +9,7 @@ import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.state.Stores;
@@ -23,16 +24,18 @@ import org.apache.kafka.streams.state.Stores;
  * and the store, dirty after the crash, is wiped and restored from the changelog (exactly_once_v2's recovery).
  * Under exactly_once_v2 the committed output then holds, for every key, the counts 1..n exactly once.
  *
- * usage: RunningSum BOOTSTRAP APPLICATION_ID INPUT OUTPUT GUARANTEE STATE_DIR
+ * usage: RunningSum BOOTSTRAP APPLICATION_ID INPUT OUTPUT GUARANTEE STATE_DIR [HOLD_AT]
  *   GUARANTEE is exactly_once_v2 or at_least_once. Prints "STATE <state>" on every state change and
- *   "PROCESSED <n>" every 200 records, on stdout, flushed; runs until killed.
+ *   "PROCESSED <n>" every 200 records, on stdout, flushed; runs until killed. With HOLD_AT, the stream thread
+ *   stops in the middle of that record (its updates sent, nothing committed since the last commit) and prints
+ *   "HOLDING <n>", so the test's SIGKILL lands inside an open transaction, every time.
  */
 public final class RunningSum {
     private RunningSum() {}
 
     public static void main(String[] args) throws InterruptedException {
-        if (args.length != 6) {
-            System.err.println("usage: RunningSum BOOTSTRAP APPLICATION_ID INPUT OUTPUT GUARANTEE STATE_DIR");
+        if (args.length != 6 && args.length != 7) {
+            System.err.println("usage: RunningSum BOOTSTRAP APPLICATION_ID INPUT OUTPUT GUARANTEE STATE_DIR [HOLD_AT]");
             System.exit(2);
         }
         Properties props = new Properties();
@@ -54,16 +57,9 @@ public final class RunningSum {
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG), args[1] + "-instance");
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
 
+        long holdAt = args.length > 6 ? Long.parseLong(args[6]) : -1;
         StreamsBuilder builder = new StreamsBuilder();
-        AtomicLong processed = new AtomicLong();
-        builder.stream(args[2], Consumed.with(Serdes.String(), Serdes.String()))
-            .peek((key, value) -> {
-                long n = processed.incrementAndGet();
-                if (n % 200 == 0) {
-                    System.out.println("PROCESSED " + n);
-                    System.out.flush();
-                }
-            })
+        KStream<String, String> sums = builder.stream(args[2], Consumed.with(Serdes.String(), Serdes.String()))
             .groupByKey()
             .aggregate(() -> "0 0", (key, value, agg) -> {
                     String[] parts = agg.split(" ");
@@ -73,8 +69,19 @@ public final class RunningSum {
                 },
                 Materialized.<String, String>as(Stores.persistentKeyValueStore("sums"))
                     .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()))
-            .toStream()
-            .to(args[3], Produced.with(Serdes.String(), Serdes.String()));
+            .toStream();
+        sums.to(args[3], Produced.with(Serdes.String(), Serdes.String()));
+        // A record reaches this second child after its update went to the changelog and the output topic.
+        AtomicLong processed = new AtomicLong();
+        sums.foreach((key, value) -> {
+            long n = processed.incrementAndGet();
+            if (n == holdAt) {
+                hold(n);
+            } else if (n % 200 == 0) {
+                System.out.println("PROCESSED " + n);
+                System.out.flush();
+            }
+        });
 
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
         CountDownLatch dead = new CountDownLatch(1);
@@ -89,5 +96,17 @@ public final class RunningSum {
         dead.await();
         streams.close();
         System.exit(1);
+    }
+
+    /** Stop the stream thread inside record n's processing, after its sends and before any commit, until killed:
+     *  the transaction (exactly_once_v2) or the uncommitted offsets (at_least_once) stay open at a known point. */
+    private static void hold(long n) {
+        System.out.println("HOLDING " + n);
+        System.out.flush();
+        try {
+            new CountDownLatch(1).await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 }
