@@ -30,9 +30,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # bench/ as a package, as compat_tests/test_proxy_matrix.py does
-from bench.procs import Logway  # noqa: E402
-from bench.proxy import LogwayProxy  # noqa: E402
+if str(ROOT) not in sys.path:  # --import-mode=importlib: bench/ and compat_tests/ import from the repository root
+    sys.path.insert(0, str(ROOT))
+
+from compat_tests.ecosystem.logway_endpoint import KINDS, start_logway  # noqa: E402
+from compat_tests.kafka.cluster import JVM_FLAGS, KafkaUnavailable, ensure_jars  # noqa: E402
 
 confluent_kafka = pytest.importorskip("confluent_kafka", reason="compat_tests/setup.sh installs confluent-kafka")
 
@@ -49,36 +51,29 @@ WAIT = 90.0  # seconds for any one condition (a JVM start, a rebalance, an aband
 
 
 def _build() -> list[str]:
-    """Resolve Kafka Streams into lib/ (once; Maven caches in ~/.m2) and compile RunningSum into classes/ when
-    its source is newer; the java command that runs it, up to its arguments. Each is built in a temporary
-    directory and renamed into place, so two test processes building at once never see half a build."""
-    for tool in ("java", "javac", "mvn"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"Kafka Streams needs {tool} on PATH (compat_tests/setup.sh installs maven)")
-    if not LIB.is_dir():
-        _build_into(LIB, ["mvn", "-q", "-f", str(STREAMS / "pom.xml"), "dependency:copy-dependencies",
-                          "-DoutputDirectory={}"])
+    """Resolve Kafka Streams into lib/ (cluster.ensure_jars: once per pom; Maven caches in ~/.m2) and compile
+    RunningSum into classes/ when its source is newer; the java command that runs it, up to its arguments. The
+    classes are compiled in a temporary directory and renamed into place, so two test processes building at
+    once never see half a build."""
+    if shutil.which("javac") is None:
+        pytest.skip("Kafka Streams' test program needs javac on PATH")
+    try:
+        ensure_jars(pom=STREAMS / "pom.xml", lib=LIB)
+    except KafkaUnavailable as error:
+        pytest.skip(str(error))
     built = CLASSES / "RunningSum.class"
     if not built.is_file() or SOURCE.stat().st_mtime > built.stat().st_mtime:
         shutil.rmtree(CLASSES, ignore_errors=True)
-        _build_into(CLASSES, ["javac", "-d", "{}", "-cp", f"{LIB}/*", str(SOURCE)])
-    # C1 only and the serial collector: a short-lived JVM on a busy 2-core machine starts faster with them.
-    return ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", f"-Dlog4j2.configurationFile={LOG4J}",
-            "-cp", f"{CLASSES}:{LIB}/*", "RunningSum"]
-
-
-def _build_into(dest: Path, command: list[str]) -> None:
-    """Run ``command`` with "{}" standing for a fresh directory beside ``dest``, then rename it to ``dest``
-    (unless another process got there first: then its build is used)."""
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}-"))
-    try:
-        subprocess.run([arg.replace("{}", str(tmp)) for arg in command], check=True, timeout=600)
-        tmp.rename(dest)
-    except OSError:
-        if not dest.is_dir():
-            raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(dir=STREAMS, prefix=".classes-"))
+        try:
+            subprocess.run(["javac", "-d", str(tmp), "-cp", f"{LIB}/*", str(SOURCE)], check=True, timeout=300)
+            tmp.rename(CLASSES)
+        except OSError:
+            if not CLASSES.is_dir():  # else another process put its build there first: that one is used
+                raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return ["java", *JVM_FLAGS, f"-Dlog4j2.configurationFile={LOG4J}", "-cp", f"{CLASSES}:{LIB}/*", "RunningSum"]
 
 
 class StreamsApp:
@@ -250,20 +245,11 @@ def _first_difference(key: str, got: list[tuple[int, int]], expected: list[tuple
             f"{expected[i] if i < len(expected) else None}; {len(got)} updates for {len(expected)} inputs")
 
 
-@pytest.fixture(params=["direct", "proxy"])
-def bootstrap(request, tmp_path: Path) -> Iterator[str]:
-    """A Logway broker process, and with "proxy" a `logway proxy` process in front of it; the clients' bootstrap."""
+@pytest.fixture(params=KINDS)
+def bootstrap(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh Logway broker, and `logway proxy` in front of it for the "proxy" case: the clients' bootstrap."""
     with ExitStack() as stack:
-        broker = Logway(tmp_path / "broker", {"group.initial.rebalance.delay.ms": "0"})
-        stack.callback(broker.stop)
-        broker.start()
-        if request.param == "direct":
-            yield broker.bootstrap
-            return
-        proxy = LogwayProxy(tmp_path / "proxy", broker)
-        stack.callback(proxy.stop)
-        proxy.start()
-        yield proxy.bootstrap
+        yield start_logway(request.param, tmp_path, stack)
 
 
 def test_exactly_once_v2_running_sum_survives_sigkill(bootstrap: str, tmp_path: Path, record_property) -> None:
