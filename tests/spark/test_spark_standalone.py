@@ -26,7 +26,7 @@ import pytest
 from bench.procs import Logway, wait_listening
 from bench.proxy import LogwayProxy
 
-from .standalone_cluster import StandaloneCluster
+from .standalone_cluster import SHORT_LIVED_JVM, StandaloneCluster
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,9 @@ def test_pipeline_on_standalone_cluster(cluster: StandaloneCluster, endpoints: d
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}  # the driver on loopback
     run = subprocess.run([sys.executable, "-m", "logway.spark.pipeline", "--bootstrap", endpoints[endpoint],
                           "--master", cluster.url, "--format", fmt, "--events", "900", "--work-dir", str(tmp_path),
-                          "--conf", "spark.executor.memory=512m"],
+                          "--conf", "spark.executor.memory=512m",
+                          "--conf", f"spark.executor.extraJavaOptions={SHORT_LIVED_JVM}",
+                          "--conf", f"spark.driver.extraJavaOptions={SHORT_LIVED_JVM}"],
                          env=env, capture_output=True, text=True, timeout=900)
     output = run.stdout
     assert run.returncode == 0, output + run.stderr[-5000:]
