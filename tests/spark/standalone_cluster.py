@@ -12,24 +12,19 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.procs import free_port
+
 # For JVMs that live a minute or two: the client compiler only and the serial collector. Measured on this test
 # (tests/spark/test_spark_standalone.py, both runs, children's CPU from `time`): 61 CPU-s with them, 107 without.
 SHORT_LIVED_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 MASTER = "org.apache.spark.deploy.master.Master"
 WORKER = "org.apache.spark.deploy.worker.Worker"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def pyspark_home() -> Path:
@@ -49,8 +44,8 @@ class StandaloneCluster:
         self.worker_cores = worker_cores
         self.worker_memory = worker_memory
         self.home = pyspark_home()
-        self.port = _free_port()
-        self.ui_port = _free_port()
+        self.port = free_port()
+        self.ui_port = free_port()
         self.procs: list[subprocess.Popen] = []
         # Daemons and the executors they fork bind and advertise loopback only (Spark's SPARK_LOCAL_IP);
         # SPARK_DAEMON_MEMORY and _JAVA_OPTS are the master's and workers' own (spark-class's default heap is 1g).
