@@ -42,16 +42,22 @@ def _create_topics(bootstrap: str, topics: Topics, partitions: int) -> None:
                 raise RuntimeError(f"creating topic {name} failed: {e}") from e
 
 
-def _session(fmt: str, packages: str | None):
-    """local[2]; for format "kafka", Spark's connector from spark.jars (Maven, see kafka_jars) or spark.jars.packages."""
+def _session(fmt: str, packages: str | None, master: str = "local[2]", conf: dict[str, str] | None = None):
+    """A session on `master` (local[2] unless told, e.g. spark://host:7077 for a standalone cluster) with `conf`;
+    for format "kafka", Spark's connector from spark.jars (Maven, see kafka_jars) or spark.jars.packages.
+
+    The jars are local paths: on a cluster the driver serves them and every executor fetches its copy.
+    """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
     from pyspark.sql import SparkSession
 
-    builder = (SparkSession.builder.master("local[2]").appName("logway-pipeline")
+    builder = (SparkSession.builder.master(master).appName("logway-pipeline")
                .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.ui.showConsoleProgress", "false"))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     if packages:
         builder = builder.config("spark.jars.packages", packages)
     elif fmt == "kafka":
@@ -61,6 +67,14 @@ def _session(fmt: str, packages: str | None):
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def _setting(text: str) -> tuple[str, str]:
+    """A --conf KEY=VALUE argument."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
 
 
 def _print_table(title: str, counts: dict) -> None:
@@ -83,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--packages", help="instead of Maven: spark.jars.packages, e.g. "
                         "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0 (Spark resolves it with Ivy)")
     parser.add_argument("--producer-config", default="", help="extra librdkafka producer settings k=v,k=v")
+    parser.add_argument("--master", default="local[2]", help="Spark master URL, e.g. spark://HOST:7077 for a "
+                        "standalone cluster (default local[2])")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=_setting,
+                        help="a Spark setting, as spark-submit's --conf (repeatable), e.g. spark.executor.memory=512m")
     args = parser.parse_args(argv)
 
     with contextlib.ExitStack() as stack:
@@ -102,7 +120,7 @@ def _run(args: argparse.Namespace, bootstrap: str, work_dir: str) -> int:
     ev.produce(bootstrap, topics.events, generated, extra)
     print(f"produced {len(generated)} page views to {topics.events}")
 
-    spark = _session(args.format, args.packages)
+    spark = _session(args.format, args.packages, args.master, dict(args.conf))
     try:
         if args.format == "logway-kafka":
             from logway.spark.source import register
