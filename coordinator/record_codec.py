@@ -24,6 +24,7 @@ from functools import cache
 from typing import Any, TypeVar
 
 from logway.coordinator.offsets_schema import SchemaError
+from logway.wire.protocol import write_uvarint
 
 __all__ = ["Array", "Record", "SchemaError", "Struct", "decode", "decode_key", "decode_value", "encode", "encode_key",
            "encode_value", "record_type", "spec"]
@@ -66,26 +67,17 @@ def spec(kind: Kind, *, tag: int | None = None, default: Any = dataclasses.MISSI
 # --- writing ------------------------------------------------------------------------------------------
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _length(n: int, flexible: bool, wide: bool) -> bytes:
     """A string/bytes/array length: compact (n + 1, 0 for null) when flexible, else int16 or int32 (-1 null)."""
     if flexible:
-        return _uvarint(n + 1)
+        return write_uvarint(n + 1)
     return struct.pack(">i" if wide else ">h", n)
 
 
 def _write_value(kind: Kind, value: Any, flexible: bool, out: bytearray) -> None:
     if isinstance(kind, Struct):
         if kind.nullable:
-            out += _uvarint(0 if value is None else 1) if flexible else struct.pack(">b", -1 if value is None else 1)
+            out += write_uvarint(0 if value is None else 1) if flexible else struct.pack(">b", -1 if value is None else 1)
             if value is None:
                 return
         _write_struct(value, flexible, out)
@@ -132,9 +124,9 @@ def _write_struct(value: Any, flexible: bool, out: bytearray) -> None:
             _write_value(kind, item, flexible, payload)
             tagged.append((tag, bytes(payload)))
     if flexible:
-        out += _uvarint(len(tagged))
+        out += write_uvarint(len(tagged))
         for tag, payload in tagged:
-            out += _uvarint(tag) + _uvarint(len(payload)) + payload
+            out += write_uvarint(tag) + write_uvarint(len(payload)) + payload
 
 
 def encode(value: Any, flexible: bool) -> bytes:

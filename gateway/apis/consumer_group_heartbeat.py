@@ -9,7 +9,7 @@ to topics the principal may DESCRIBE, as Kafka's TopicRegexResolver filters them
 
 from __future__ import annotations
 
-from logway.coordinator.consumer_results import ConsumerHeartbeatRequest
+from logway.coordinator.consumer_results import ConsumerHeartbeatRequest, ConsumerHeartbeatResult
 from logway.server.security.acl_decisions import may
 from logway.server.security.authorizer import Operation
 from logway.wire.protocol import build, response_type
@@ -45,11 +45,16 @@ async def handle(ctx, request):
         api_version=ctx.version,
         topic_filter=topic_filter,
     ))
+    return heartbeat_answer(API_KEY, ctx.version, result)
+
+
+def heartbeat_answer(api_key: int, version: int, result: ConsumerHeartbeatResult):
+    """The answer of a ConsumerGroupHeartbeat or a ShareGroupHeartbeat (the same fields in both)."""
     assignment = None
     if result.assignment is not None:
         assignment = {"topic_partitions": [{"topic_id": t, "partitions": list(parts)}
                                            for t, parts in sorted(result.assignment.items())]}
-    return build(response_type(API_KEY, ctx.version), {
+    return build(response_type(api_key, version), {
         "throttle_time": 0, "error_code": result.error_code, "error_message": result.error_message,
         "member_id": result.member_id, "member_epoch": result.member_epoch,
         "heartbeat_interval": result.heartbeat_interval_ms, "assignment": assignment,

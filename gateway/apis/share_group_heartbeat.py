@@ -9,7 +9,7 @@ applies (server/security/request_acls.py).
 from __future__ import annotations
 
 from logway.coordinator.consumer_results import ConsumerHeartbeatRequest
-from logway.wire.protocol import build, response_type
+from logway.gateway.apis.consumer_group_heartbeat import heartbeat_answer
 
 API_KEY = 76
 MIN_VERSION = 1
@@ -24,12 +24,4 @@ async def handle(ctx, request):
         rack_id=request.rack_id, subscribed_topic_names=None if names is None else tuple(names),
         client_id=ctx.header.client_id or "", client_host="/" + ctx.connection.peer.rsplit(":", 1)[0],
         api_version=ctx.version))
-    assignment = None
-    if result.assignment is not None:
-        assignment = {"topic_partitions": [{"topic_id": t, "partitions": list(parts)}
-                                           for t, parts in sorted(result.assignment.items())]}
-    return build(response_type(API_KEY, ctx.version), {
-        "throttle_time": 0, "error_code": result.error_code, "error_message": result.error_message,
-        "member_id": result.member_id, "member_epoch": result.member_epoch,
-        "heartbeat_interval": result.heartbeat_interval_ms, "assignment": assignment,
-    })
+    return heartbeat_answer(API_KEY, ctx.version, result)
