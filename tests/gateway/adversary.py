@@ -67,6 +67,12 @@ class Target:
         return Target(**joined, nulls=self.nulls, by_id=self.by_id)
 
 
+# Patterns that match everything, or try to break out of a pattern an attacker's is wrapped in (Java's and
+# Python's inline flags, quoting, alternation, lookbehind, a lone backslash, ...).
+REGEXES = (".*", "(?i).*", ".+", ")|(.*", "(?s).*", "(?x) . *", "\\Q\\E.*", "[\\s\\S]*", "(?-i:.*)", "|",
+           "(.*)|(.*)", ".*(?#x)", "^.*$", "a(?i)", "(?i)(?i).*", "\\", "(?P<x>.*)", "(?<=x).*", "(*)")
+
+
 def tricks(prefix: str, own_prefix: str, names: tuple[str, ...]) -> tuple[str, ...]:
     """Names that try to step out of the attacker's prefix into the victim's (``prefix``), or to be read as
     patterns: path steps, the prefix doubled or cased otherwise, control characters, wildcards, '.'/'_' twins,

@@ -56,14 +56,15 @@ class Arena:
     attacker_user: tuple[str, str]
     watch_port: int
     watch_user: tuple[str, str] | None = None
+    mechanism: str = "PLAIN"  # the attacker's and the watcher's SASL mechanism
     log_offsets: dict[Path, int] = field(default_factory=dict)
 
     def attacker(self) -> Conn:
-        return Conn(self.attacker_port, self.attacker_user)
+        return Conn(self.attacker_port, self.attacker_user, mechanism=self.mechanism)
 
     def watch(self) -> Conn:
         """A connection that sees the victim's things with every right, by their full names."""
-        return Conn(self.watch_port, self.watch_user, client_id="watch")
+        return Conn(self.watch_port, self.watch_user, client_id="watch", mechanism=self.mechanism)
 
     def attackers_own(self) -> set[str]:
         """The attacker's own names as it sees them (subclasses: from where they are kept)."""

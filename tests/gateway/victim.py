@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from logway.proxy import frames as proxy_frames
+from logway.server.security.scram import ScramClient
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, request_type
 from logway.wire.records import build_batch
@@ -52,11 +53,12 @@ def decode_response(api_key: int, version: int, payload: bytes) -> Any:
 
 
 class Conn:
-    """A raw client connection, logged in with SASL/PLAIN when given a user, made again when the other side
-    closes it."""
+    """A raw client connection, logged in with SASL (PLAIN, or ``mechanism``) when given a user, made again when
+    the other side closes it."""
 
-    def __init__(self, port: int, user: tuple[str, str] | None = None, client_id: str = "attacker") -> None:
-        self.port, self.user, self.client_id = port, user, client_id
+    def __init__(self, port: int, user: tuple[str, str] | None = None, client_id: str = "attacker",
+                 mechanism: str = "PLAIN") -> None:
+        self.port, self.user, self.client_id, self.mechanism = port, user, client_id, mechanism
         self.sock: socket.socket | None = None
         self.correlation_id = 0
         self.reconnects = 0
@@ -66,12 +68,19 @@ class Conn:
             self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=ANSWER_WAIT)
             self.reconnects += 1
             if self.user is not None:
-                name, password = self.user
-                assert self.ask(17, 1, {"mechanism": "PLAIN"}).error_code == ErrorCode.none
-                token = b"\0" + name.encode() + b"\0" + password.encode()
-                answer = self.ask(36, 2, {"auth_bytes": token})
-                assert answer.error_code == ErrorCode.none, answer
+                self._log_in(*self.user)
         return self.sock
+
+    def _log_in(self, name: str, password: str) -> None:
+        assert self.ask(17, 1, {"mechanism": self.mechanism}).error_code == ErrorCode.none
+        if self.mechanism == "PLAIN":
+            answer = self.ask(36, 2, {"auth_bytes": b"\0" + name.encode() + b"\0" + password.encode()})
+        else:
+            client = ScramClient(self.mechanism, name, password)
+            first = self.ask(36, 2, {"auth_bytes": client.first()})
+            assert first.error_code == ErrorCode.none, first
+            answer = self.ask(36, 2, {"auth_bytes": client.final(bytes(first.auth_bytes))})
+        assert answer.error_code == ErrorCode.none, answer
 
     def close(self) -> None:
         if self.sock is not None:

@@ -66,7 +66,7 @@ import pytest
 from logway.server.security.authorizer import AclBinding, Authorizer, Operation, PatternType, Permission, ResourceType
 from logway.server.security.scram import ScramClient
 from logway.wire.errors import ErrorCode
-from tests.gateway.adversary import ATTACKER_SESSION_MS, Target, tricks
+from tests.gateway.adversary import ATTACKER_SESSION_MS, REGEXES, Target, tricks
 from tests.gateway.sweep import Arena, malformed, sweep
 from tests.gateway.victim import (
     Closed,
@@ -257,10 +257,6 @@ def _secrets(n: Spelling, full: Spelling, planted: Planted, prefix: str) -> Secr
     return secrets
 
 
-REGEXES = (".*", "(?i).*", ".+", ")|(.*", "(?s).*", "(?x) . *", "\\Q\\E.*", "[\\s\\S]*", "(?-i:.*)", "|",
-           "(.*)|(.*)", ".*(?#x)", "^.*$", "a(?i)", "(?i)(?i).*", "\\", "(?P<x>.*)", "(?<=x).*", "(*)")
-
-
 def _ways(n: Spelling, prefix: str, planted: Planted, own_prefix: str, own_topic_id) -> dict[str, Target]:
     """Each way A names B's things (the Target generated requests take their values from)."""
     session_id, epoch = planted.session
@@ -291,8 +287,6 @@ def _ways(n: Spelling, prefix: str, planted: Planted, own_prefix: str, own_topic
         "null lists": dataclasses.replace(victim, nulls=True),
         "mixed": own.mix(victim).mix(upstream),
     }
-
-
 
 
 def test_nothing_of_b_reaches_a_by_any_request(world):
