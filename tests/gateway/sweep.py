@@ -91,6 +91,11 @@ def kio_versions(api_key: int) -> list[int]:
     return sorted(schema_name_map[api_key_map[api_key]])
 
 
+def not_offered(offered: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
+    """Every API key kio knows that is not ``offered``: its lowest and highest versions."""
+    return {k: (v[0], v[-1]) for k in api_key_map if k not in offered and (v := kio_versions(k))}
+
+
 def attack(arena: Arena, a: Conn, api_key: int, version: int, way: str, closes: Counter) -> list[str]:
     """One request of ``way``: what of the victim its answer holds (or why it could not be read)."""
     rng = random.Random(f"{SEED}:{api_key}:{version}:{way}")
@@ -117,7 +122,7 @@ def sweep(arena: Arena) -> tuple[list[str], str]:
     offered (its lowest and highest versions, one way): the findings, and a line saying what was sent."""
     a, watch = arena.attacker(), arena.watch()
     offered = advertised(a)
-    others = {k: (v[0], v[-1]) for k in api_key_map if k not in offered and (v := kio_versions(k))}
+    others = not_offered(offered)
     findings: list[str] = []
     closes: Counter = Counter()
     sent = 0
@@ -157,12 +162,15 @@ def malformed_frames(api_key: int, version: int, frame: bytes, rng: random.Rando
 
 
 def malformed(arena: Arena) -> list[str]:
-    """Broken frames on the attacker's connection, for every API key and version offered, and frames whose size
-    lies: each answered or the connection closed, nothing of the victim in any answer, nothing changed."""
+    """Broken frames on the attacker's connection, for every API key and version offered (and the lowest and
+    highest of every other key kio knows), and frames whose size lies: each answered or the connection closed,
+    nothing of the victim in any answer, nothing changed."""
     a, watch = arena.attacker(), arena.watch()
     before = state(watch, arena.held)
     findings = []
-    for api_key, version in each_version(advertised(a)):
+    offered = advertised(a)
+    others = [(k, v) for k, (lo, hi) in sorted(not_offered(offered).items()) for v in sorted({lo, hi})]
+    for api_key, version in each_version(offered) + others:
         rng = random.Random(f"{SEED}:malformed:{api_key}:{version}")
         a.correlation_id += 1
         body = build_request(api_key, version, arena.ways["names"], rng)

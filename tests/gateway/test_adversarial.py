@@ -38,7 +38,7 @@ from logway.server.security.credentials import FILE_NAME as SCRAM_FILE
 from logway.wire.errors import ErrorCode
 from tests.gateway.adversary import ATTACKER_SESSION_MS, REGEXES, Target, tricks
 from tests.gateway.sweep import Arena, malformed, sweep
-from tests.gateway.victim import Conn, Holdings, Planted, Secrets, Spelling, plant, protocol_type
+from tests.gateway.victim import Conn, Holdings, Planted, Secrets, Spelling, plant, secrets_of
 
 MECHANISM = "SCRAM-SHA-256"
 TAG = "q7"
@@ -127,6 +127,7 @@ def _plant(port: int, data: Path, log_path: Path) -> Broker:
     planted = plant(b, spelling)
     held = Holdings(topics=(spelling.topic,), config_topics=(spelling.topic, spelling.probe),
                     groups=(spelling.group,), txns=(spelling.txn,), partitions=3,
+                    consumer_groups=(spelling.consumer_group,), share_groups=(spelling.share_group,),
                     files=(data / ACL_FILE, data / SCRAM_FILE), acl_principals=(f"User:{OTHER_OF_BOB}",))
     m = Conn(port, USERS["mallory"], mechanism=MECHANISM)
     created = m.ask(19, 5, {"topics": [{"name": OWN_TOPIC, "num_partitions": 3, "replication_factor": 1}],
@@ -141,22 +142,8 @@ def _plant(port: int, data: Path, log_path: Path) -> Broker:
 
 
 def _secrets(n: Spelling, planted: Planted) -> Secrets:
-    secrets = Secrets()
-    for label, value in [("topic", n.topic), ("probe topic", n.probe), ("group", n.group), ("txn", n.txn),
-                         ("prefix", PREFIXES["bob"]), ("client id", f"client-{TAG}"),
-                         ("member id", planted.member_id), ("commit metadata", f"commit-meta-{TAG}"),
-                         ("config value", "86400123"), ("group protocol type", protocol_type(n)),
-                         ("other principal", OTHER_OF_BOB), ("super user", USERS["root"][0])]:
-        secrets.add(label, value)
-    for name, topic_id in planted.topic_ids.items():
-        secrets.add(f"topic id of {name}", topic_id)
-    for i, value in enumerate(planted.values):
-        secrets.add(f"record or group bytes {i}", value)
-    secrets.add_number("producer_id", planted.idempotent[0])
-    secrets.add_number("producer_id", planted.transactional[0])
-    secrets.add_number("session_id", planted.session[0])
-    secrets.add_number("committed_offset", 9_876_543_210)
-    return secrets
+    return secrets_of(n, planted, {"prefix": PREFIXES["bob"], "other principal": OTHER_OF_BOB,
+                                   "super user": USERS["root"][0]})
 
 
 def _ways(n: Spelling, planted: Planted, own_topic_id) -> dict[str, Target]:
@@ -164,10 +151,10 @@ def _ways(n: Spelling, planted: Planted, own_topic_id) -> dict[str, Target]:
     session_id, epoch = planted.session
     sessions = tuple((session_id, e) for e in (-1, 0, 1, epoch, epoch + 1, 2**31 - 1))
     victim = Target(
-        topics=(n.topic, n.probe), groups=(n.group,), txns=(n.txn,),
+        topics=(n.topic, n.probe), groups=(n.group, n.consumer_group, n.share_group), txns=(n.txn,),
         regexes=(re.escape(PREFIXES["bob"]) + ".*", n.topic, f"{re.escape(n.topic)}|.*", f"(?i){n.topic.upper()}"),
         topic_ids=tuple(planted.topic_ids.values()), sessions=sessions,
-        producers=(planted.idempotent, planted.transactional), members=(planted.member_id,), instances=(None,),
+        producers=(planted.idempotent, planted.transactional), members=planted.member_ids(), instances=(None,),
         users=(USERS["bob"][0], OTHER_OF_BOB), principals=(f"User:{USERS['bob'][0]}", f"User:{OTHER_OF_BOB}"),
         auth=(b"\0" + USERS["bob"][0].encode() + b"\0" + USERS["bob"][1].encode(),))
     own = Target(topics=(OWN_TOPIC,), groups=(PREFIXES["mallory"] + "grp",), txns=(PREFIXES["mallory"] + "txn",),

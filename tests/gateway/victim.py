@@ -204,6 +204,8 @@ class Holdings:
     txns: tuple[str, ...]
     partitions: int
     files: tuple = ()  # paths whose bytes are watched (the victim's users and ACLs)
+    consumer_groups: tuple[str, ...] = ()  # KIP-848 consumer groups (ConsumerGroupDescribe)
+    share_groups: tuple[str, ...] = ()  # KIP-932 share groups (ShareGroupDescribe)
     acl_principals: tuple[str, ...] = ()  # ACLs of these principals are watched through DescribeAcls
 
 
@@ -226,6 +228,9 @@ def state(watch: Conn, held: Holdings) -> dict[str, Any]:
         "groups": ask(15, 5, {"groups": list(held.groups), "include_authorized_operations": False}),
         "committed": [ask(9, 7, {"group_id": g, "topics": None, "require_stable": False}) for g in held.groups],
         "transactions": ask(65, 0, {"transactional_ids": list(held.txns)}),
+        "consumer groups": ask(69, 1, {"group_ids": list(held.consumer_groups),
+                                       "include_authorized_operations": False}),
+        "share groups": ask(77, 1, {"group_ids": list(held.share_groups), "include_authorized_operations": False}),
         "files": {str(path): path.read_bytes() if path.exists() else None for path in held.files},
     }
     if held.acl_principals:
@@ -284,6 +289,16 @@ class Spelling:
     txn: str  # a transaction left open
     tag: str  # in every value the victim writes, so the attacker's answers can be searched for them
 
+    @property
+    def consumer_group(self) -> str:
+        """A KIP-848 consumer group of one member (subscribed to ``topic``, its assignment acknowledged)."""
+        return f"{self.group}-848"
+
+    @property
+    def share_group(self) -> str:
+        """A KIP-932 share group of one member (subscribed to ``topic``)."""
+        return f"{self.group}-share"
+
 
 @dataclass
 class Planted:
@@ -297,6 +312,33 @@ class Planted:
     member_id: str
     generation: int
     values: tuple[bytes, ...]  # every record value and opaque group bytes the victim wrote
+    consumer: tuple[str, int] = ("", 0)  # the KIP-848 member: id, epoch
+    share: tuple[str, int] = ("", 0)  # the share group member: id, epoch
+
+    def member_ids(self) -> tuple[str, ...]:
+        """Every group member id the victim holds (classic, KIP-848, share)."""
+        return self.member_id, self.consumer[0], self.share[0]
+
+
+def secrets_of(n: Spelling, planted: Planted, labelled: dict[str, str | bytes]) -> Secrets:
+    """What of the victim's state an answer to the attacker must never hold: its names as ``n`` spells them,
+    its ids and bytes, and ``labelled`` (what else the test's victim has: users, principals, prefixes)."""
+    secrets = Secrets()
+    named = {"topic": n.topic, "probe topic": n.probe, "group": n.group, "txn": n.txn,
+             "client id": f"client-{n.tag}", "commit metadata": f"commit-meta-{n.tag}", "config value": "86400123",
+             "group protocol type": protocol_type(n), **labelled}
+    named |= {f"member id {i}": member_id for i, member_id in enumerate(planted.member_ids())}
+    for label, value in named.items():
+        secrets.add(label, value)
+    for name, topic_id in planted.topic_ids.items():
+        secrets.add(f"topic id of {name}", topic_id)
+    for i, value in enumerate(planted.values):
+        secrets.add(f"record or group bytes {i}", value)
+    secrets.add_number("producer_id", planted.idempotent[0])
+    secrets.add_number("producer_id", planted.transactional[0])
+    secrets.add_number("session_id", planted.session[0])
+    secrets.add_number("committed_offset", COMMITTED_OFFSET)
+    return secrets
 
 
 def plant(b: Conn, n: Spelling) -> Planted:
@@ -325,7 +367,7 @@ def plant(b: Conn, n: Spelling) -> Planted:
     session = b.ask(1, 12, _fetch(n.topic, 0, 0, 3))
     assert session.error_code == ErrorCode.none and session.session_id, session
     planted = Planted(topic_ids, [session.session_id, 1], idempotent, 0, transactional, member_id, generation,
-                      values + group_values)
+                      values + group_values, _consumer_member(b, n), _share_member(b, n))
     assert not probe(b, n, planted)
     return planted
 
@@ -368,6 +410,44 @@ def _join(b: Conn, n: Spelling) -> tuple[str, int, tuple[bytes, ...]]:
     return joined.member_id, joined.generation_id, (metadata, assignment)
 
 
+def _heartbeat(b: Conn, api_key: int, n: Spelling, member_id: str, epoch: int, **fields: Any) -> Any:
+    """A ConsumerGroupHeartbeat (68) or ShareGroupHeartbeat (76) v1 of the victim's member; what is not given is
+    left as it is (null, -1)."""
+    if api_key == 68:
+        fields = {"group_id": n.consumer_group, "instance_id": None, "rebalance_timeout": -1,
+                  "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": None, **fields}
+    else:
+        fields = {"group_id": n.share_group, **fields}
+    return b.ask(api_key, 1, {"member_id": member_id, "member_epoch": epoch, "rack_id": None,
+                              "subscribed_topic_names": None, **fields})
+
+
+def _settle(b: Conn, api_key: int, n: Spelling, first: dict) -> tuple[str, int]:
+    """Join with a member id of the client's own (KIP-848, KIP-932) and heartbeat, acknowledging each
+    assignment (KIP-848: owned partitions), until the epoch holds: the member's (id, epoch)."""
+    member_id, epoch, owned = uuid.uuid4().hex, 0, []
+    answer = _heartbeat(b, api_key, n, member_id, 0, **first)
+    for _ in range(20):
+        assert answer.error_code == ErrorCode.none, answer
+        if answer.assignment is not None:
+            owned = [{"topic_id": t.topic_id, "partitions": list(t.partitions)}
+                     for t in answer.assignment.topic_partitions]
+        settled = answer.member_epoch == epoch and answer.assignment is None
+        epoch = answer.member_epoch
+        if settled and owned:
+            return member_id, epoch
+        answer = _heartbeat(b, api_key, n, member_id, epoch, **({"topic_partitions": owned} if api_key == 68 else {}))
+    raise AssertionError(f"the victim's member of {api_key} did not settle: {answer}")
+
+
+def _consumer_member(b: Conn, n: Spelling) -> tuple[str, int]:
+    return _settle(b, 68, n, {"rebalance_timeout": 60000, "subscribed_topic_names": [n.topic], "topic_partitions": []})
+
+
+def _share_member(b: Conn, n: Spelling) -> tuple[str, int]:
+    return _settle(b, 76, n, {"subscribed_topic_names": [n.topic]})
+
+
 def protocol_type(n: Spelling) -> str:
     """The victim group's protocol type: listed with the group, never by a look-alike of the attacker's."""
     return f"proto-{n.tag}"
@@ -405,4 +485,8 @@ def probe(b: Conn, n: Spelling, planted: Planted) -> list[str]:
                          "group_instance_id": None})
     if beat.error_code != ErrorCode.none:
         problems.append(f"the victim's group member {planted.member_id}: {beat}")
+    for api_key, (member_id, epoch) in ((68, planted.consumer), (76, planted.share)):
+        beat = _heartbeat(b, api_key, n, member_id, epoch)
+        if (beat.error_code, beat.member_epoch) != (ErrorCode.none, epoch):
+            problems.append(f"the victim's member {member_id} at epoch {epoch}: {beat}")
     return problems

@@ -77,7 +77,7 @@ from tests.gateway.victim import (
     Spelling,
     errors_of,
     plant,
-    protocol_type,
+    secrets_of,
 )
 
 NODE = 1  # the upstream's node.id
@@ -223,8 +223,9 @@ def _plant(mode: str, ports: dict[str, int], prefixes: dict[str, str], log_paths
     prefix = prefixes["b"]
     full = Spelling(*(prefix + n for n in (spelling.topic, spelling.probe, spelling.group, spelling.txn)), TAG)
     held = Holdings(topics=(full.topic,), config_topics=(full.topic, full.probe), groups=(full.group,),
-                    txns=(full.txn,), partitions=3, files=tuple(sorted((realm_dirs["b"]).glob("*.json"))))
-    secrets = _secrets(spelling, full, planted, prefix)
+                    txns=(full.txn,), partitions=3, files=tuple(sorted((realm_dirs["b"]).glob("*.json"))),
+                    consumer_groups=(full.consumer_group,), share_groups=(full.share_group,))
+    secrets = _secrets(spelling, planted, prefix)
     a = Conn(ports["a"], USERS["a"])
     created = a.ask(19, 5, {"topics": [{"name": OWN_TOPIC, "num_partitions": 3, "replication_factor": 1}],
                             "timeout": 15000})
@@ -238,23 +239,9 @@ def _plant(mode: str, ports: dict[str, int], prefixes: dict[str, str], log_paths
     return world
 
 
-def _secrets(n: Spelling, full: Spelling, planted: Planted, prefix: str) -> Secrets:
-    secrets = Secrets()
-    for label, value in [("topic", n.topic), ("probe topic", n.probe), ("group", n.group), ("txn", n.txn),
-                         ("prefix", prefix), ("client id", f"client-{TAG}"), ("member id", planted.member_id),
-                         ("commit metadata", f"commit-meta-{TAG}"), ("config value", "86400123"),
-                         ("group protocol type", protocol_type(n)), ("user", USERS["b"][0]), ("victim-only user", VICTIM_ONLY_USER[0]),
-                         ("salt", VICTIM_ONLY_USER[1]), ("salted password", VICTIM_ONLY_USER[2])]:
-        secrets.add(label, value)
-    for name, topic_id in planted.topic_ids.items():
-        secrets.add(f"topic id of {name}", topic_id)
-    for i, value in enumerate(planted.values):
-        secrets.add(f"record or group bytes {i}", value)
-    secrets.add_number("producer_id", planted.idempotent[0])
-    secrets.add_number("producer_id", planted.transactional[0])
-    secrets.add_number("session_id", planted.session[0])
-    secrets.add_number("committed_offset", 9_876_543_210)
-    return secrets
+def _secrets(n: Spelling, planted: Planted, prefix: str) -> Secrets:
+    return secrets_of(n, planted, {"prefix": prefix, "user": USERS["b"][0], "victim-only user": VICTIM_ONLY_USER[0],
+                                   "salt": VICTIM_ONLY_USER[1], "salted password": VICTIM_ONLY_USER[2]})
 
 
 def _ways(n: Spelling, prefix: str, planted: Planted, own_prefix: str, own_topic_id) -> dict[str, Target]:
@@ -262,10 +249,10 @@ def _ways(n: Spelling, prefix: str, planted: Planted, own_prefix: str, own_topic
     session_id, epoch = planted.session
     sessions = tuple((session_id, e) for e in (-1, 0, 1, epoch, epoch + 1, 2**31 - 1))
     victim = Target(
-        topics=(n.topic, n.probe), groups=(n.group,), txns=(n.txn,),
+        topics=(n.topic, n.probe), groups=(n.group, n.consumer_group, n.share_group), txns=(n.txn,),
         regexes=(n.topic, f"{n.topic}|.*", f"(?i){n.topic.upper()}"), topic_ids=tuple(planted.topic_ids.values()),
         sessions=sessions, producers=(planted.idempotent, planted.transactional),
-        members=(planted.member_id,), instances=(None,), users=(USERS["b"][0], VICTIM_ONLY_USER[0]),
+        members=planted.member_ids(), instances=(None,), users=(USERS["b"][0], VICTIM_ONLY_USER[0]),
         principals=(f"User:{USERS['b'][0]}", f"User:{VICTIM_ONLY_USER[0]}"),
         auth=(b"\0" + USERS["b"][0].encode() + b"\0" + USERS["b"][1].encode(),))
     own = Target(topics=(OWN_TOPIC,), groups=("grp-z3",), txns=("txn-z3",), regexes=("mine-.*",),
@@ -273,7 +260,7 @@ def _ways(n: Spelling, prefix: str, planted: Planted, own_prefix: str, own_topic
                  members=("",), instances=(None, "inst-z3"), users=(USERS["a"][0],),
                  principals=(f"User:{USERS['a'][0]}",), auth=victim.auth)
     upstream = dataclasses.replace(victim, topics=tuple(prefix + t for t in victim.topics),
-                                   groups=(prefix + n.group,), txns=(prefix + n.txn,),
+                                   groups=tuple(prefix + g for g in victim.groups), txns=(prefix + n.txn,),
                                    regexes=tuple(re.escape(prefix) + r for r in (".*", re.escape(n.topic))))
     tricked = tricks(prefix, own_prefix, (n.topic, n.group, n.txn))
     return {
