@@ -192,7 +192,8 @@ def _name_or_id(kind: str, nullable: bool, fill: _Fill) -> Any:
 
 _NAMED_KINDS = {TopicName: "topic", GroupId: "group", TransactionalId: "txn"}
 _KINDS_BY_NAME = {
-    "session_id": "session_id", "session_epoch": "session_epoch", "member_id": "member", "group_instance_id":
+    "session_id": "session_id", "session_epoch": "session_epoch", "share_session_epoch": "session_epoch",
+    "member_id": "member", "group_instance_id":
     "instance", "principal": "principal", "principal_filter": "principal", "resource_name": "resource_name",
     "resource_name_filter": "resource_name", "transactional_id_pattern": "regex", "subscribed_topic_regex":
     "regex", "key": "key", "coordinator_keys": "key", "resource_type": "resource_type", "resource_type_filter":

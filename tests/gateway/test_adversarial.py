@@ -171,6 +171,8 @@ def _ways(n: Spelling, planted: Planted, own_topic_id) -> dict[str, Target]:
                                        groups=REGEXES[:4], txns=REGEXES[:4]),
         "topic ids": dataclasses.replace(own, topic_ids=victim.topic_ids, by_id=True),
         "handed ids": dataclasses.replace(own, sessions=sessions, producers=victim.producers, members=victim.members),
+        # the victim's share member in the attacker's group, its share session opened anew (0) or closed (-1)
+        "share member": dataclasses.replace(own, members=(planted.share[0],), sessions=((0, 0), (0, -1))),
         "null lists": dataclasses.replace(victim, nulls=True),
         "mixed": own.mix(victim),
     }

@@ -20,6 +20,7 @@ from logway.wire.records import build_batch
 from tests.gateway.adversary import request_frame
 
 API_VERSIONS = 18
+SHARE_FETCH = 78
 ANSWER_WAIT = 20.0  # seconds one request may go unanswered: well past every wait the attacker's requests ask for
 
 
@@ -314,6 +315,7 @@ class Planted:
     values: tuple[bytes, ...]  # every record value and opaque group bytes the victim wrote
     consumer: tuple[str, int] = ("", 0)  # the KIP-848 member: id, epoch
     share: tuple[str, int] = ("", 0)  # the share group member: id, epoch
+    share_session_epoch: int | None = None  # its share session's next epoch (None: ShareFetch not offered)
 
     def member_ids(self) -> tuple[str, ...]:
         """Every group member id the victim holds (classic, KIP-848, share)."""
@@ -368,6 +370,10 @@ def plant(b: Conn, n: Spelling) -> Planted:
     assert session.error_code == ErrorCode.none and session.session_id, session
     planted = Planted(topic_ids, [session.session_id, 1], idempotent, 0, transactional, member_id, generation,
                       values + group_values, _consumer_member(b, n), _share_member(b, n))
+    if SHARE_FETCH in advertised(b):  # a share session that acquired the topic's records
+        opened = b.ask(SHARE_FETCH, 1, _share_fetch(n, planted.share[0], 0, topic_ids[n.topic]))
+        assert opened.error_code == ErrorCode.none, opened
+        planted.share_session_epoch = 1
     assert not probe(b, n, planted)
     return planted
 
@@ -448,6 +454,14 @@ def _share_member(b: Conn, n: Spelling) -> tuple[str, int]:
     return _settle(b, 76, n, {"subscribed_topic_names": [n.topic]})
 
 
+def _share_fetch(n: Spelling, member_id: str, epoch: int, topic_id: uuid.UUID | None = None) -> dict:
+    topics = [{"topic_id": topic_id, "partitions": [{"partition_index": p, "acknowledgement_batches": []}
+                                                   for p in range(3)]}] if topic_id else []
+    return {"group_id": n.share_group, "member_id": member_id, "share_session_epoch": epoch, "max_wait": 0,
+            "min_bytes": 0, "max_bytes": 1 << 20, "max_records": 100, "batch_size": 100, "topics": topics,
+            "forgotten_topics_data": []}
+
+
 def protocol_type(n: Spelling) -> str:
     """The victim group's protocol type: listed with the group, never by a look-alike of the attacker's."""
     return f"proto-{n.tag}"
@@ -489,4 +503,11 @@ def probe(b: Conn, n: Spelling, planted: Planted) -> list[str]:
         beat = _heartbeat(b, api_key, n, member_id, epoch)
         if (beat.error_code, beat.member_epoch) != (ErrorCode.none, epoch):
             problems.append(f"the victim's member {member_id} at epoch {epoch}: {beat}")
+    if planted.share_session_epoch is not None:
+        epoch = planted.share_session_epoch
+        fetched = b.ask(SHARE_FETCH, 1, _share_fetch(n, planted.share[0], epoch))
+        if fetched.error_code != ErrorCode.none:
+            problems.append(f"the victim's share session at epoch {epoch}: {fetched}")
+        else:
+            planted.share_session_epoch = epoch + 1
     return problems
