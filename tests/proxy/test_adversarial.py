@@ -3,24 +3,26 @@ clusters of one `logway proxy` in front of a Logway upstream, without an authori
 each virtual cluster's own ACLs, A an admin of its own cluster).
 
 B holds state worth stealing, planted through its own connection (tests/gateway/victim.py): a topic with records,
-one of them in a transaction left open; an idempotent producer; a consumer group member that never heartbeats and
-a committed offset; a fetch session; a SCRAM user (and, under ACLs, an ACL) of its virtual cluster.
+one of them in a transaction left open; an idempotent producer; a consumer group member that never heartbeats and a
+committed offset; a KIP-848 consumer group member and a share group member (with a share session, where ShareFetch
+is offered); a fetch session; a SCRAM user (and, under ACLs, an ACL) of its virtual cluster.
 
-For every API key and version the proxy advertises on A's listener (asked by ApiVersions), a request is built
-from kio's schema (tests/gateway/adversary.py: every field filled by what it names) in each way A can name B's
-things (``WAYS``): B's names as B writes them, B's names with B's prefix (as the upstream knows them), prefix
-tricks, regexes, B's ids (topic ids, its fetch session at several epochs, its producer ids in batches and
-transactions, its member id), null lists ("all topics", "all groups"), and a mix with A's own things. Every API key
-kio knows that the proxy does not advertise is sent too (its lowest and highest versions). Then A's connection
-gets malformed frames (cut, lengths lying, junk), and A's credentials are tried on B's ports.
+For every API key and version the proxy advertises on A's listener (asked by ApiVersions), a request is built from
+kio's schema (tests/gateway/adversary.py: every field filled by what it names) in each way A can name B's things
+(``WAYS``): B's names as B writes them, B's names with B's prefix (as the upstream knows them), prefix tricks,
+regexes, B's ids (topic ids, its fetch session at several epochs, its producer ids in batches and transactions, its
+member ids; its share member id in A's own group), null lists ("all topics", "all groups"), and a mix with A's own
+things. Every API key kio knows that the proxy does not advertise is sent too (its lowest and highest versions).
+Then A's connection gets malformed frames (cut, lengths lying, junk), and A's credentials are tried on B's ports.
 
-After each API's requests: nothing leaked (no answer to A holds B's names, prefix, topic ids, record or group
-bytes, committed offset, producer or session ids, users, ACL principals, unless A's request held it: checked in
-the answer's bytes and its decoded fields, tests/gateway/victim.py ``leaks``), nothing changed (B's topics,
-configs, records, producers, group and offsets, transactions, users and ACLs, as the upstream and the proxy's
-files hold them, are as before), B notices nothing (its fetch session goes on, its producer's next batch lands
-where it expects, its member is still in its generation), and neither process logged a traceback or an internal
-error. The run is seeded (LOGWAY_ADVERSARY_SEED, 0 by default) and bounded (every wait a request asks is short).
+After each API's requests: nothing leaked (no answer to A holds B's names, prefix, topic ids, record or group bytes,
+committed offset, producer or session ids, users, ACL principals, unless A's request held it: checked in the
+answer's bytes and its decoded fields, tests/gateway/victim.py ``leaks``), nothing changed (B's topics, configs,
+records, producers, group and offsets, transactions, users and ACLs, as the upstream and the proxy's files hold
+them, are as before), B notices nothing (its fetch session goes on, its producer's next batch lands where it
+expects, its members are still in their generations and epochs, its share session goes on), and neither process
+logged a traceback or an internal error. The run is seeded (LOGWAY_ADVERSARY_SEED, 0 by default) and bounded (every
+wait a request asks is short).
 
 What a generated request names, per API advertised on A's listener; the APIs with nothing of B to name are sent
 all the same (and checked for leaks), as listed:
@@ -43,6 +45,11 @@ Configs (32, 33, 44)               topic and group resources by B's names, broke
 SCRAM users (50, 51)               B's users (answered by the proxy from A's own realm)
 DescribeProducers, DescribeTxns    topics; transactional ids; ListTransactions (66): regexes, B's producer ids
 DescribeTopicPartitions (75)       topics, cursors naming B's topics
+ConsumerGroupHeartbeat/Describe    groups (B's KIP-848 group), B's member ids, subscribed names and regexes
+ShareGroupHeartbeat/Describe       groups (B's share group), B's member ids, subscribed names
+ShareFetch, ShareAcknowledge       groups, B's share member id (also in A's group, at session epochs 0, -1),
+                                   topic ids (offered without ACLs only: the proxy cannot check them)
+Share group offsets (90-92)        groups, topics
 ApiVersions (18), SaslHandshake    nothing (the proxy's own answer; a mechanism): leak-checked only
 SaslAuthenticate (36)              B's credentials on A's listener (re-authentication as B's user)
 DescribeCluster (60)               nothing (the upstream's brokers, rewritten): leak-checked only
