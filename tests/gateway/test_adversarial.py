@@ -38,7 +38,7 @@ from logway.server.security.credentials import FILE_NAME as SCRAM_FILE
 from logway.wire.errors import ErrorCode
 from tests.gateway.adversary import ATTACKER_SESSION_MS, REGEXES, Target, tricks
 from tests.gateway.sweep import Arena, malformed, sweep
-from tests.gateway.victim import Conn, Holdings, Planted, Secrets, Spelling, plant, secrets_of
+from tests.gateway.victim import Closed, Conn, Holdings, Planted, Secrets, Spelling, plant, secrets_of
 
 MECHANISM = "SCRAM-SHA-256"
 TAG = "q7"
@@ -187,3 +187,18 @@ def test_nothing_of_bob_reaches_mallory_by_any_request(broker):
 def test_nothing_of_bob_reaches_mallory_by_malformed_frames(broker):
     findings = malformed(broker)
     assert not findings, "\n".join(findings)
+
+
+def test_mallory_cannot_reauthenticate_as_bob(broker):
+    """Re-authentication (KIP-368) on mallory's connection with bob's user and password: refused (Kafka's
+    "Cannot change principals during re-authentication"), and the connection, if still open, is mallory's."""
+    m = broker.attacker()
+    m.connect()
+    assert m.authenticate(*USERS["bob"]) in (ErrorCode.sasl_authentication_failed, -1)
+    try:
+        answer = m.ask(3, 12, {"topics": [{"name": broker.spelling.topic}], "allow_auto_topic_creation": False})
+    except Closed:
+        pass
+    else:
+        assert [t.error_code for t in answer.topics] == [ErrorCode.topic_authorization_failed], answer
+    assert not broker.new_log_lines()

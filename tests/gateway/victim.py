@@ -73,15 +73,26 @@ class Conn:
         return self.sock
 
     def _log_in(self, name: str, password: str) -> None:
-        assert self.ask(17, 1, {"mechanism": self.mechanism}).error_code == ErrorCode.none
-        if self.mechanism == "PLAIN":
-            answer = self.ask(36, 2, {"auth_bytes": b"\0" + name.encode() + b"\0" + password.encode()})
-        else:
-            client = ScramClient(self.mechanism, name, password)
+        error = self.authenticate(name, password)
+        assert error == ErrorCode.none, f"{name} could not log in: {error}"
+
+    def authenticate(self, name: str, password: str, mechanism: str | None = None) -> int:
+        """A SASL exchange on this connection (a login, or a KIP-368 re-authentication once logged in): the last
+        error code Kafka answered, or -1 when the connection was closed instead."""
+        mechanism = mechanism or self.mechanism
+        try:
+            handshake = self.ask(17, 1, {"mechanism": mechanism})
+            if handshake.error_code:
+                return handshake.error_code
+            if mechanism == "PLAIN":
+                return self.ask(36, 2, {"auth_bytes": b"\0" + name.encode() + b"\0" + password.encode()}).error_code
+            client = ScramClient(mechanism, name, password)
             first = self.ask(36, 2, {"auth_bytes": client.first()})
-            assert first.error_code == ErrorCode.none, first
-            answer = self.ask(36, 2, {"auth_bytes": client.final(bytes(first.auth_bytes))})
-        assert answer.error_code == ErrorCode.none, answer
+            if first.error_code:
+                return first.error_code
+            return self.ask(36, 2, {"auth_bytes": client.final(bytes(first.auth_bytes))}).error_code
+        except Closed:
+            return -1
 
     def close(self) -> None:
         if self.sock is not None:

@@ -71,7 +71,6 @@ from pathlib import Path
 import pytest
 
 from logway.server.security.authorizer import AclBinding, Authorizer, Operation, PatternType, Permission, ResourceType
-from logway.server.security.scram import ScramClient
 from logway.wire.errors import ErrorCode
 from tests.gateway.adversary import ATTACKER_SESSION_MS, REGEXES, Target, tricks
 from tests.gateway.sweep import Arena, malformed, sweep
@@ -297,28 +296,18 @@ def test_nothing_of_b_reaches_a_by_malformed_frames(world):
 
 
 def _scram_login(port: int, user: str, password: str) -> int:
-    """A SCRAM-SHA-256 login: the last SaslAuthenticate's error code (or -1: the connection closed)."""
-    client = ScramClient("SCRAM-SHA-256", user, password)
-    conn = Conn(port)
-    try:
-        assert conn.ask(17, 1, {"mechanism": "SCRAM-SHA-256"}).error_code == ErrorCode.none
-        first = conn.ask(36, 2, {"auth_bytes": client.first()})
-        if first.error_code:
-            return first.error_code
-        return conn.ask(36, 2, {"auth_bytes": client.final(bytes(first.auth_bytes))}).error_code
-    except Closed:
-        return -1
-    finally:
-        conn.close()
+    """A SCRAM-SHA-256 login on a new connection: the last SaslAuthenticate's error code (or -1: closed)."""
+    return _login(port, user, password, "SCRAM-SHA-256")
 
 
 def _plain_login(port: int, user: str, password: str) -> int:
-    conn = Conn(port)
+    return _login(port, user, password, "PLAIN")
+
+
+def _login(port: int, user: str, password: str, mechanism: str) -> int:
+    conn = Conn(port, mechanism=mechanism)
     try:
-        assert conn.ask(17, 1, {"mechanism": "PLAIN"}).error_code == ErrorCode.none
-        return conn.ask(36, 2, {"auth_bytes": f"\0{user}\0{password}".encode()}).error_code
-    except Closed:
-        return -1
+        return conn.authenticate(user, password)
     finally:
         conn.close()
 
@@ -356,17 +345,7 @@ def test_a_cannot_reauthenticate_as_b(world, mechanism):
                             "timeout": 15000})  # again: the sweep's DeleteTopics may have deleted it
     assert created.topics[0].error_code in (ErrorCode.none, ErrorCode.topic_already_exists), created
     user, password = USERS["b"]
-    try:
-        assert a.ask(17, 1, {"mechanism": mechanism}).error_code == ErrorCode.none
-        if mechanism == "PLAIN":
-            error = a.ask(36, 2, {"auth_bytes": f"\0{user}\0{password}".encode()}).error_code
-        else:
-            client = ScramClient(mechanism, user, password)
-            first = a.ask(36, 2, {"auth_bytes": client.first()})
-            error = first.error_code or a.ask(36, 2, {"auth_bytes": client.final(bytes(first.auth_bytes))}).error_code
-        assert error == ErrorCode.sasl_authentication_failed
-    except Closed:
-        pass
+    assert a.authenticate(user, password, mechanism) in (ErrorCode.sasl_authentication_failed, -1)
     a.close()
     listed = a.ask(3, 12, {"topics": None, "allow_auto_topic_creation": False})  # a new connection: A's still
     assert OWN_TOPIC in {t.name for t in listed.topics}
