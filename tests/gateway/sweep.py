@@ -10,11 +10,12 @@ import struct
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kio.index import schema_name_map
 from kio.schema.index import api_key_map
 
-from logway.wire.protocol import is_flexible
+from logway.wire.protocol import build, encode_body, is_flexible, request_type
 from tests.gateway.adversary import Target, build_request, request_frame
 from tests.gateway.victim import (
     Closed,
@@ -27,6 +28,7 @@ from tests.gateway.victim import (
     changes,
     decode_response,
     each_version,
+    heartbeat_request,
     leaks,
     probe,
     state,
@@ -56,6 +58,7 @@ class Arena:
     attacker_user: tuple[str, str]
     watch_port: int
     watch_user: tuple[str, str] | None = None
+    own_group: str = "attackers-own"  # a group name the attacker may use (its members subscribe to the victim's)
     mechanism: str = "PLAIN"  # the attacker's and the watcher's SASL mechanism
     log_offsets: dict[Path, int] = field(default_factory=dict)
 
@@ -195,3 +198,43 @@ def _send_broken(arena: Arena, a: Conn, frame: bytes, where: str, api_key: int, 
         response = None
     return [f"{where}: leaked {leak}" for leak in leaks(arena.secrets, None, frame, payload, response,
                                                        arena.attackers_own)]
+
+
+def subscriptions(arena: Arena) -> list[str]:
+    """Members of the attacker's own KIP-848 consumer groups and share groups (where offered) subscribing to the
+    victim's topics by name and by every pattern of the "regexes" way: nothing of the victim in their
+    heartbeats' answers (assignments: topic ids) or in their groups' descriptions (a regex resolves only to
+    topics the member may describe, a tenant's only to its own), nothing of the victim changed."""
+    a, watch = arena.attacker(), arena.watch()
+    before = state(watch, arena.held)
+    offered = advertised(a)
+    subscribe = [{"subscribed_topic_names": list(arena.ways["names"].topics)}]
+    subscribe += [{"subscribed_topic_regex": regex} for regex in arena.ways["regexes"].regexes]
+    findings = []
+    for api_key, describe in ((68, 69), (76, 77)):
+        if not all(k in offered and offered[k][0] <= 1 <= offered[k][1] for k in (api_key, describe)):
+            continue
+        for i, fields in enumerate(subscribe if api_key == 68 else subscribe[:1]):
+            group, member = f"{arena.own_group}-{api_key}-{i}", f"attacker-member-{i}"
+            joining = {**fields, **({"rebalance_timeout": 60000, "topic_partitions": []} if api_key == 68 else {})}
+            join = heartbeat_request(api_key, group, member, 0, **joining)
+            answer, found = _checked(arena, a, api_key, join)
+            sent = encode_body(join)  # the group's description shows the member's subscription back
+            if answer is not None and not answer.error_code:  # again at its epoch: the assignment, resolved
+                found += _checked(arena, a, api_key, heartbeat_request(api_key, group, member,
+                                                                       answer.member_epoch))[1]
+            found += _checked(arena, a, describe, build(request_type(describe, 1), {
+                "group_ids": [group], "include_authorized_operations": True}), sent)[1]
+            findings += [f"{api_key_map[api_key]} in {group} subscribing to {fields}: {f}" for f in found]
+    return findings + [f"after subscriptions: {p}" for p in arena.aftermath(before, watch)]
+
+
+def _checked(arena: Arena, a: Conn, api_key: int, body: Any, sent: bytes = b"") -> tuple[Any, list[str]]:
+    """A v1 request's answer (None if the connection closed) and what of the victim it holds that neither the
+    request nor ``sent`` (what the attacker sent before) held."""
+    try:
+        frame, payload = a.exchange(api_key, 1, body)
+    except Closed:
+        return None, []
+    response = decode_response(api_key, 1, payload)
+    return response, leaks(arena.secrets, body, sent + frame, payload, response, arena.attackers_own)

@@ -37,7 +37,7 @@ from logway.server.security.authorizer import (
 from logway.server.security.credentials import FILE_NAME as SCRAM_FILE
 from logway.wire.errors import ErrorCode
 from tests.gateway.adversary import ATTACKER_SESSION_MS, REGEXES, Target, tricks
-from tests.gateway.sweep import Arena, malformed, sweep
+from tests.gateway.sweep import Arena, malformed, subscriptions, sweep
 from tests.gateway.victim import Closed, Conn, Holdings, Planted, Secrets, Spelling, plant, secrets_of
 
 MECHANISM = "SCRAM-SHA-256"
@@ -136,7 +136,8 @@ def _plant(port: int, data: Path, log_path: Path) -> Broker:
     own_id = m.ask(3, 12, {"topics": [{"name": OWN_TOPIC}], "allow_auto_topic_creation": False}).topics[0].topic_id
     m.close()
     world = Broker(b, spelling, planted, _secrets(spelling, planted), held, _ways(spelling, planted, own_id),
-                   (log_path,), port, USERS["mallory"], port, USERS["root"], mechanism=MECHANISM, data=data)
+                   (log_path,), port, USERS["mallory"], port, USERS["root"], own_group=PREFIXES["mallory"] + "sub",
+                   mechanism=MECHANISM, data=data)
     world.new_log_lines()
     return world
 
@@ -168,7 +169,7 @@ def _ways(n: Spelling, planted: Planted, own_topic_id) -> dict[str, Target]:
         "names": victim,
         "prefix tricks": dataclasses.replace(victim, topics=tricked, groups=tricked, txns=tricked),
         "regexes": dataclasses.replace(victim, regexes=REGEXES + victim.regexes, topics=REGEXES[:4] + victim.topics,
-                                       groups=REGEXES[:4], txns=REGEXES[:4]),
+                                       groups=own.groups + REGEXES[:1], txns=REGEXES[:4]),  # own: regexes resolved
         "topic ids": dataclasses.replace(own, topic_ids=victim.topic_ids, by_id=True),
         "handed ids": dataclasses.replace(own, sessions=sessions, producers=victim.producers, members=victim.members),
         # the victim's share member in the attacker's group, its share session opened anew (0) or closed (-1)
@@ -186,6 +187,11 @@ def test_nothing_of_bob_reaches_mallory_by_any_request(broker):
 
 def test_nothing_of_bob_reaches_mallory_by_malformed_frames(broker):
     findings = malformed(broker)
+    assert not findings, "\n".join(findings)
+
+
+def test_mallorys_groups_subscribing_to_bobs_topics_get_none(broker):
+    findings = subscriptions(broker)
     assert not findings, "\n".join(findings)
 
 

@@ -427,16 +427,20 @@ def _join(b: Conn, n: Spelling) -> tuple[str, int, tuple[bytes, ...]]:
     return joined.member_id, joined.generation_id, (metadata, assignment)
 
 
-def _heartbeat(b: Conn, api_key: int, n: Spelling, member_id: str, epoch: int, **fields: Any) -> Any:
-    """A ConsumerGroupHeartbeat (68) or ShareGroupHeartbeat (76) v1 of the victim's member; what is not given is
-    left as it is (null, -1)."""
+def heartbeat_request(api_key: int, group: str, member_id: str, epoch: int, **fields: Any) -> Any:
+    """A ConsumerGroupHeartbeat (68) or ShareGroupHeartbeat (76) v1 request; what is not given is left as it is
+    (null, -1)."""
     if api_key == 68:
-        fields = {"group_id": n.consumer_group, "instance_id": None, "rebalance_timeout": -1,
-                  "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": None, **fields}
-    else:
-        fields = {"group_id": n.share_group, **fields}
-    return b.ask(api_key, 1, {"member_id": member_id, "member_epoch": epoch, "rack_id": None,
-                              "subscribed_topic_names": None, **fields})
+        fields = {"instance_id": None, "rebalance_timeout": -1, "subscribed_topic_regex": None,
+                  "server_assignor": None, "topic_partitions": None, **fields}
+    return build(request_type(api_key, 1), {"group_id": group, "member_id": member_id, "member_epoch": epoch,
+                                            "rack_id": None, "subscribed_topic_names": None, **fields})
+
+
+def _heartbeat(b: Conn, api_key: int, n: Spelling, member_id: str, epoch: int, **fields: Any) -> Any:
+    """A heartbeat of the victim's KIP-848 (68) or share (76) group member."""
+    group = n.consumer_group if api_key == 68 else n.share_group
+    return b.ask(api_key, 1, heartbeat_request(api_key, group, member_id, epoch, **fields))
 
 
 def _settle(b: Conn, api_key: int, n: Spelling, first: dict) -> tuple[str, int]:

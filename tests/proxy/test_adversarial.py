@@ -73,7 +73,7 @@ import pytest
 from logway.server.security.authorizer import AclBinding, Authorizer, Operation, PatternType, Permission, ResourceType
 from logway.wire.errors import ErrorCode
 from tests.gateway.adversary import ATTACKER_SESSION_MS, REGEXES, Target, tricks
-from tests.gateway.sweep import Arena, malformed, sweep
+from tests.gateway.sweep import Arena, malformed, subscriptions, sweep
 from tests.gateway.victim import (
     Closed,
     Conn,
@@ -239,7 +239,7 @@ def _plant(mode: str, ports: dict[str, int], prefixes: dict[str, str], log_paths
     own_id = a.ask(3, 12, {"topics": [{"name": OWN_TOPIC}], "allow_auto_topic_creation": False}).topics[0].topic_id
     a.close()
     world = World(b, spelling, planted, secrets, held, _ways(spelling, prefix, planted, prefixes["a"], own_id),
-                  log_paths, ports["a"], USERS["a"], upstream_port, mode=mode, ports=ports, prefixes=prefixes,
+                  log_paths, ports["a"], USERS["a"], upstream_port, own_group="sub-z3", mode=mode, ports=ports, prefixes=prefixes,
                   realm_dirs=realm_dirs)
     world.new_log_lines()
     return world
@@ -274,7 +274,7 @@ def _ways(n: Spelling, prefix: str, planted: Planted, own_prefix: str, own_topic
         "upstream names": upstream,
         "prefix tricks": dataclasses.replace(victim, topics=tricked, groups=tricked, txns=tricked),
         "regexes": dataclasses.replace(victim, regexes=REGEXES + upstream.regexes, topics=REGEXES[:4] + victim.topics,
-                                       groups=REGEXES[:4], txns=REGEXES[:4]),
+                                       groups=own.groups + REGEXES[:1], txns=REGEXES[:4]),  # own: regexes resolved
         "topic ids": dataclasses.replace(own, topic_ids=victim.topic_ids, by_id=True),
         "handed ids": dataclasses.replace(own, sessions=sessions, producers=victim.producers, members=victim.members),
         # the victim's share member in the attacker's group, its share session opened anew (0) or closed (-1)
@@ -292,6 +292,11 @@ def test_nothing_of_b_reaches_a_by_any_request(world):
 
 def test_nothing_of_b_reaches_a_by_malformed_frames(world):
     findings = malformed(world)
+    assert not findings, "\n".join(findings)
+
+
+def test_as_groups_subscribing_to_bs_topics_get_none(world):
+    findings = subscriptions(world)
     assert not findings, "\n".join(findings)
 
 
