@@ -18,6 +18,7 @@ from kio.schema.index import api_key_map
 from logway.wire.protocol import build, encode_body, is_flexible, request_type
 from tests.gateway.adversary import Target, build_request, request_frame
 from tests.gateway.victim import (
+    SHARE_FETCH,
     Closed,
     Conn,
     Holdings,
@@ -31,6 +32,7 @@ from tests.gateway.victim import (
     heartbeat_request,
     leaks,
     probe,
+    share_fetch,
     state,
 )
 
@@ -83,11 +85,12 @@ class Arena:
                       if "Traceback" in line or "internal error" in line]
         return found
 
-    def aftermath(self, before: dict, watch: Conn) -> list[str]:
-        """What the victim and the logs show after a batch of attacks."""
+    def aftermath(self, before: dict, watch: Conn) -> tuple[list[str], dict]:
+        """What the victim and the logs show after a batch of attacks, and the victim's state now (the next
+        batch's before)."""
         problems = probe(self.b, self.spelling, self.planted)
-        problems += changes(before, state(watch, self.held))
-        return problems + self.new_log_lines()
+        after = state(watch, self.held)
+        return problems + changes(before, after) + self.new_log_lines(), after
 
 
 def kio_versions(api_key: int) -> list[int]:
@@ -129,17 +132,17 @@ def sweep(arena: Arena) -> tuple[list[str], str]:
     findings: list[str] = []
     closes: Counter = Counter()
     sent = 0
-    for api_key in sorted(offered) + sorted(others):
-        before = state(watch, arena.held)
-        if api_key in offered:
-            versions, ways = each_version({api_key: offered[api_key]}), list(arena.ways)
-        else:
-            versions, ways = [(api_key, v) for v in sorted(set(others[api_key]))], ["names"]
-        for _, version in versions:
-            for way in ways:
-                findings += attack(arena, a, api_key, version, way, closes)
-                sent += 1
-        findings += [f"after {api_key_map[api_key]}: {p}" for p in arena.aftermath(before, watch)]
+    before = state(watch, arena.held)
+    # Each offered API, then the victim checked; the keys not offered (refused unread) all, then checked once.
+    batches = [[(k, v, way) for _, v in each_version({k: offered[k]}) for way in arena.ways] for k in sorted(offered)]
+    batches.append([(k, v, "names") for k in sorted(others) for v in sorted(set(others[k]))])
+    for batch in batches:
+        for api_key, version, way in batch:
+            findings += attack(arena, a, api_key, version, way, closes)
+        sent += len(batch)
+        problems, before = arena.aftermath(before, watch)
+        where = api_key_map[batch[0][0]] if len(batch) and batch[0][0] in offered else "the keys not offered"
+        findings += [f"after {where}: {p}" for p in problems]
     always_closed = sorted(api_key_map[k] for k in offered
                            if all(closes[(k, v)] == len(arena.ways) for _, v in each_version({k: offered[k]})))
     if always_closed:
@@ -182,7 +185,7 @@ def malformed(arena: Arena) -> list[str]:
             findings += _send_broken(arena, a, broken, f"{api_key_map[api_key]} v{version} {name}", api_key, version)
     for i, broken in enumerate(BAD_SIZES):
         findings += _send_broken(arena, a, broken, f"bad size prefix {i}", -1, -1)
-    return findings + [f"after malformed frames: {p}" for p in arena.aftermath(before, watch)]
+    return findings + [f"after malformed frames: {p}" for p in arena.aftermath(before, watch)[0]]
 
 
 def _send_broken(arena: Arena, a: Conn, frame: bytes, where: str, api_key: int, version: int) -> list[str]:
@@ -225,8 +228,11 @@ def subscriptions(arena: Arena) -> list[str]:
                                                                        answer.member_epoch))[1]
             found += _checked(arena, a, describe, build(request_type(describe, 1), {
                 "group_ids": [group], "include_authorized_operations": True}), sent)[1]
+            if api_key == 76 and SHARE_FETCH in offered:  # a share session opened on the victim's topic ids
+                found += _checked(arena, a, SHARE_FETCH, build(request_type(SHARE_FETCH, 1), share_fetch(
+                    group, member, 0, arena.ways["topic ids"].topic_ids)))[1]
             findings += [f"{api_key_map[api_key]} in {group} subscribing to {fields}: {f}" for f in found]
-    return findings + [f"after subscriptions: {p}" for p in arena.aftermath(before, watch)]
+    return findings + [f"after subscriptions: {p}" for p in arena.aftermath(before, watch)[0]]
 
 
 def _checked(arena: Arena, a: Conn, api_key: int, body: Any, sent: bytes = b"") -> tuple[Any, list[str]]:

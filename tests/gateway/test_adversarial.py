@@ -160,7 +160,7 @@ def _ways(n: Spelling, planted: Planted, own_topic_id) -> dict[str, Target]:
         auth=(b"\0" + USERS["bob"][0].encode() + b"\0" + USERS["bob"][1].encode(),))
     own = Target(topics=(OWN_TOPIC,), groups=(PREFIXES["mallory"] + "grp",), txns=(PREFIXES["mallory"] + "txn",),
                  regexes=(re.escape(PREFIXES["mallory"]) + ".*",), topic_ids=(own_topic_id,),
-                 sessions=((0, 0), (0, -1)), producers=((-1, -1),), members=("",),
+                 sessions=((0, 0), (0, -1)), producers=((-1, -1),), members=("", "mal-z3-member"),
                  instances=(None, PREFIXES["mallory"] + "inst"), users=(USERS["mallory"][0],),
                  principals=(f"User:{USERS['mallory'][0]}",), auth=victim.auth)
     bare = tuple(name.removeprefix(PREFIXES["bob"]) for name in (n.topic, n.group, n.txn))

@@ -382,7 +382,7 @@ def plant(b: Conn, n: Spelling) -> Planted:
     planted = Planted(topic_ids, [session.session_id, 1], idempotent, 0, transactional, member_id, generation,
                       values + group_values, _consumer_member(b, n), _share_member(b, n))
     if SHARE_FETCH in advertised(b):  # a share session that acquired the topic's records
-        opened = b.ask(SHARE_FETCH, 1, _share_fetch(n, planted.share[0], 0, topic_ids[n.topic]))
+        opened = b.ask(SHARE_FETCH, 1, share_fetch(n.share_group, planted.share[0], 0, (topic_ids[n.topic],)))
         assert opened.error_code == ErrorCode.none, opened
         planted.share_session_epoch = 1
     assert not probe(b, n, planted)
@@ -469,10 +469,11 @@ def _share_member(b: Conn, n: Spelling) -> tuple[str, int]:
     return _settle(b, 76, n, {"subscribed_topic_names": [n.topic]})
 
 
-def _share_fetch(n: Spelling, member_id: str, epoch: int, topic_id: uuid.UUID | None = None) -> dict:
+def share_fetch(group: str, member_id: str, epoch: int, topic_ids: tuple[uuid.UUID, ...] = ()) -> dict:
+    """A ShareFetch v1 of partitions 0-2 of ``topic_ids`` (none: an incremental one), acknowledging nothing."""
     topics = [{"topic_id": topic_id, "partitions": [{"partition_index": p, "acknowledgement_batches": []}
-                                                   for p in range(3)]}] if topic_id else []
-    return {"group_id": n.share_group, "member_id": member_id, "share_session_epoch": epoch, "max_wait": 0,
+                                                   for p in range(3)]} for topic_id in topic_ids]
+    return {"group_id": group, "member_id": member_id, "share_session_epoch": epoch, "max_wait": 0,
             "min_bytes": 0, "max_bytes": 1 << 20, "max_records": 100, "batch_size": 100, "topics": topics,
             "forgotten_topics_data": []}
 
@@ -520,7 +521,7 @@ def probe(b: Conn, n: Spelling, planted: Planted) -> list[str]:
             problems.append(f"the victim's member {member_id} at epoch {epoch}: {beat}")
     if planted.share_session_epoch is not None:
         epoch = planted.share_session_epoch
-        fetched = b.ask(SHARE_FETCH, 1, _share_fetch(n, planted.share[0], epoch))
+        fetched = b.ask(SHARE_FETCH, 1, share_fetch(n.share_group, planted.share[0], epoch))
         if fetched.error_code != ErrorCode.none:
             problems.append(f"the victim's share session at epoch {epoch}: {fetched}")
         else:

@@ -263,7 +263,7 @@ def _ways(n: Spelling, prefix: str, planted: Planted, own_prefix: str, own_topic
         auth=(b"\0" + USERS["b"][0].encode() + b"\0" + USERS["b"][1].encode(),))
     own = Target(topics=(OWN_TOPIC,), groups=("grp-z3",), txns=("txn-z3",), regexes=("mine-.*",),
                  topic_ids=(own_topic_id,), sessions=((0, 0), (0, -1)), producers=((-1, -1),),
-                 members=("",), instances=(None, "inst-z3"), users=(USERS["a"][0],),
+                 members=("", "member-z3"), instances=(None, "inst-z3"), users=(USERS["a"][0],),
                  principals=(f"User:{USERS['a'][0]}",), auth=victim.auth)
     upstream = dataclasses.replace(victim, topics=tuple(prefix + t for t in victim.topics),
                                    groups=tuple(prefix + g for g in victim.groups), txns=(prefix + n.txn,),
