@@ -3,14 +3,16 @@ ACLs, mallory (the attacker) and bob (the victim), each allowed everything on it
 transactional ids) and idempotent writes, nothing on the other's; a super user watches.
 
 The same sweep as through the proxy (tests/gateway/sweep.py; tests/proxy/test_adversarial.py says what each API's
-requests name): bob plants state worth stealing through his own connection (tests/gateway/victim.py: records, one
-in a transaction left open, an idempotent producer, a group member and a committed offset, a fetch session; an
-ACL of his other principal), then every API key and version the broker advertises to mallory (asked by
-ApiVersions, so an API added later is swept without a change here), and every other key kio knows, is sent in
-each way mallory can name bob's things (``WAYS``), then malformed frames. After each API: nothing of bob's in any
-answer to mallory that her request did not hold, nothing of bob's changed (as the super user sees it, and the
-broker's ACL and SCRAM files), bob notices nothing (his fetch session, producer sequence and group member go on),
-and no traceback or internal error in the broker's log.
+requests name): bob plants state worth stealing through his own connection (tests/gateway/victim.py: records, one in
+a transaction left open, an idempotent producer, a classic group member and a committed offset, KIP-848 and share
+group members (the latter with a share session), a fetch session; an ACL of his other principal), then every API key
+and version the broker advertises to mallory (asked by ApiVersions, so an API added later is swept without a change
+here), and every other key kio knows, is sent in each way mallory can name bob's things (``_ways``), then malformed
+frames; then mallory's own KIP-848 and share groups subscribe to bob's topics by name and by pattern, and she
+re-authenticates as bob on her connection. After each API: nothing of bob's in any answer to mallory that her
+request did not hold, nothing of bob's changed (as the super user sees it, and the broker's ACL and SCRAM files),
+bob notices nothing (his fetch and share sessions, producer sequence and group members go on), and no traceback or
+internal error in the broker's log.
 """
 
 from __future__ import annotations
