@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test soak fuzz bench bench-proxy proxy-matrix pipeline docker-pipeline lint clean
+.PHONY: run test soak fuzz bench bench-proxy bench-quotas proxy-matrix pipeline docker-pipeline lint clean
 
 # The headers wire/_decompress_scan.c is built with (compressed batches decompressed and checked in C) and the
 # snappy library it loads at run time. Optional: without root or apt-get the extension is skipped (or, without
@@ -70,6 +70,11 @@ bench: $(STAMP)
 bench-proxy: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m bench.proxy $(BENCH_PROXY_ARGS)
+
+# Client quotas held beside Apache Kafka (bench/quotas.py: 15 s flat-out clients on Kafka, Logway and the proxy).
+bench-quotas: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python -m bench.quotas --brokers kafka,logway,proxy $(BENCH_QUOTAS_ARGS)
 
 proxy-matrix: $(STAMP)
 	$(BIN)/python -m compat_tests.proxy_matrix logway,tansu,tansu-direct

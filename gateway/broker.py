@@ -15,6 +15,7 @@ from pathlib import Path
 import trio
 
 from logway.coordinator.producer_ids import ProducerIdManager
+from logway.gateway.client_quotas import QuotaStore
 from logway.gateway.config import BrokerConfig
 from logway.gateway.dynamic_broker_config import DynamicBrokerConfigs
 from logway.gateway.fetch_sessions import FetchSessionCache
@@ -26,6 +27,11 @@ from logway.gateway.meta_properties import load_cluster_id
 from logway.gateway.metrics.stats import BrokerStats
 from logway.gateway.shares import ShareService
 from logway.gateway.transactions import TransactionService
+from logway.server import request_time
+from logway.server.audit import NO_AUDIT, Audit
+from logway.server.audit_writer import AuditLog
+from logway.server.config import ConfigError
+from logway.server.quotas import ClientQuotas
 from logway.server.security.ownership import Owners
 from logway.server.security.realm import Realm
 from logway.storage.cleaner import CleanerConfig
@@ -58,6 +64,9 @@ class Broker:
         self.realm = Realm(config.log_dirs[0])
         # Dynamic broker configs (AlterConfigs on a BROKER resource) over server.properties.
         self.dynamic = DynamicBrokerConfigs(Path(config.log_dirs[0]), self.node_id)
+        # Client quotas (DescribeClientQuotas / AlterClientQuotas), measured per request and kept in the first log dir.
+        self.quotas = ClientQuotas(config.quota_windows, config.controller_quota_windows)
+        self.quota_store = QuotaStore(Path(config.log_dirs[0]), self.quotas)
         self.logs = LogManager(
             [Path(d) for d in config.log_dirs], config.log_config,
             cleaner_config=config.cleaner_config, max_open_segments=config.max_open_segments,
@@ -72,14 +81,24 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(int(config.properties["max.incremental.fetch.session.cache.slots"]))
         # Appends that must be fsynced before they are acknowledged share fsyncs (gateway/group_commit.py).
         self.group_commit = GroupCommit(self._flushed)
+        # The audit log (audit.log.file): opened with the log, so an unwritable file stops start-up.
+        self.audit: Audit = NO_AUDIT
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     def open(self) -> None:
+        if self.config.audit is not None:
+            try:
+                self.audit = AuditLog(self.config.audit)
+            except OSError as exc:
+                raise ConfigError(f"audit.log.file={self.config.audit.file}: cannot open: {exc.strerror or exc}") \
+                    from None
+            log.info("audit log: %s", self.config.audit.file)
         self.cluster_id = load_cluster_id([Path(d) for d in self.config.log_dirs], self.node_id,
                                           self.config.properties.get("cluster.id") or "")
         self._load_acls()
         self.dynamic.load()
+        self.quota_store.load()
         self.logs.reconfigure(*self._log_defaults())  # before the logs load, so they open with the defaults
         self.logs.open()
         self.producer_ids = ProducerIdManager(Path(self.config.log_dirs[0]) / "producer-id-block")
@@ -99,6 +118,7 @@ class Broker:
 
     def close(self) -> None:
         self.logs.close()
+        self.audit.close()
 
     def _load_acls(self) -> None:
         """With authorizer.class.name set, the stored ACLs; without it, no authorization at all, as Kafka."""
@@ -117,6 +137,8 @@ class Broker:
         return self.realm.authorizer
 
     async def run_background(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        if self.quotas.request.enabled:  # a stored request_percentage quota: time the connections' requests
+            request_time.enable()
         async with trio.open_nursery() as nursery:
             await nursery.start(self.group_commit.run)  # first: the coordinators' loading may wait on it
             nursery.start_soon(self._retention_loop)

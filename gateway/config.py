@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from logway.server.audit_writer import KEYS as AUDIT_KEYS
+from logway.server.audit_writer import AuditSettings
 from logway.server.config import READ_ELSEWHERE, SERVER_DEFAULTS, ConfigError, ServerConfig, bool_setting, int_setting
 from logway.server.config_keys import NOT_APPLICABLE, known_keys
 from logway.server.env_config import env_settings
@@ -12,6 +14,8 @@ from logway.server.security.settings import SECURITY_DEFAULTS, SUPPORTED_MECHANI
 from logway.storage.cleaner import CLEANER_KEYS, CleanerConfig
 from logway.storage.config import BROKER_TO_TOPIC, LogConfig
 from logway.storage.errors import InvalidConfig
+
+AUDIT_PREFIX = "audit.log."
 
 # Broker-level properties this gateway reads (Kafka's names and defaults), the server's among them. Log
 # properties (log.*) are handled by storage.config.LogConfig.from_broker_properties.
@@ -87,6 +91,8 @@ BROKER_DEFAULTS: dict[str, str] = {
     "max.partitions.per.request": "10000",
     # Logway's bound on segments holding open files (storage/open_files.py); Kafka leaves it to the OS limit.
     "log.max.open.segments": "2048",
+    # The audit log (server/audit.py; Kafka has none): off unless audit.log.file names a file, or "-" (stderr).
+    **{AUDIT_PREFIX + key: default for key, default in AUDIT_KEYS.items()},
 }
 
 
@@ -128,6 +134,9 @@ class BrokerConfig(ServerConfig):
             raise ConfigError(f"num.partitions={p['num.partitions']!r}: must be at least 1")
         if self.max_partitions_per_request < 1:
             raise ConfigError(f"max.partitions.per.request={p['max.partitions.per.request']!r}: must be at least 1")
+        audit = AuditSettings.read({k: p[AUDIT_PREFIX + k] for k in AUDIT_KEYS}, lambda k: AUDIT_PREFIX + k,
+                                   ConfigError)
+        self.audit = audit if audit.file else None
         if int_setting(p, "transaction.version") not in (0, 1, 2):
             raise ConfigError(f"transaction.version={p['transaction.version']!r}: must be 0, 1 or 2")
         self.log_config = _topic_defaults(p)

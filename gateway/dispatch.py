@@ -4,7 +4,8 @@ The modules of gateway/apis/ register themselves (gateway/apis/registry.py). A R
 frame (the hot paths: Produce, Fetch); the others get the kio message. With an authorizer, every request
 passes Kafka's per-API ACL rules first (server/security/request_acls.py, the proxy's too): the handler serves
 what the principal may use and the denied entries are added to its answer; RAW handlers apply the same rules
-by name. A handler returns a kio response (encoded here), a list of already-framed chunks (Fetch's zero-copy
+by name. The ACL checks a request fails and the changes it makes go to the listener's audit log
+(server/audit.py). A handler returns a kio response (encoded here), a list of already-framed chunks (Fetch's zero-copy
 response), or None (acks=0 Produce: no response at all, as Kafka does).
 """
 
@@ -18,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from logway.gateway.apis import api_versions
 from logway.gateway.apis.registry import APIS, Api
 from logway.gateway.context import RequestContext
+from logway.gateway.throttling import throttle_answer
+from logway.server.audit_changes import CHANGE_APIS
 from logway.server.connection import Connection, RequestHandler
 from logway.server.security.request_acls import NO_ACL, RULES, authorize_request
 from logway.wire.fetch import Chunk
@@ -82,10 +85,13 @@ async def dispatch(broker: Broker, conn: Connection, frame: memoryview | bytearr
     request: Any = None if api.raw else decode_body(header.api_key, header.api_version, bytes(frame), ctx.body_pos)
     try:
         if conn.realm.authorizer is not None and header.api_key in _CHECKED:
-            return await _serve_checked(ctx, api, request)
-        result = await api.handle(ctx, request)
+            result = await _serve_checked(ctx, api, request)
+        else:
+            result = await _serve(ctx, api, request)
         if result is None or isinstance(result, list):  # Fetch's chunks, acks=0 Produce's nothing
             return result
+        if (broker.quotas.request.enabled or ctx.throttle_ms) and not ctx.quotas_applied:  # (RAW APIs: their own)
+            result = throttle_answer(ctx, result)
         return [encode_response(header.api_key, header.api_version, header.correlation_id, result)]
     except MalformedRequest:
         raise
@@ -94,17 +100,29 @@ async def dispatch(broker: Broker, conn: Connection, frame: memoryview | bytearr
         raise
 
 
-async def _serve_checked(ctx: RequestContext, api: Api, request: Any) -> list[Chunk] | None:
+async def _serve(ctx: RequestContext, api: Api, request: Any) -> Any:
+    """The API's answer, its changes audited."""
+    result = await api.handle(ctx, request)
+    if ctx.header.api_key in CHANGE_APIS and result is not None and not isinstance(result, list):
+        ctx.audit_changes(request, result)
+    return result
+
+
+async def _serve_checked(ctx: RequestContext, api: Api, request: Any) -> Any:
     """Kafka's ACL rules for the request: answered by them alone, or served in part and finished by them."""
     header = ctx.header
-    decision = authorize_request(header.api_key, header.api_version, request, ctx.acl)
+    acl = ctx.acl
+    decision = authorize_request(header.api_key, header.api_version, request, acl)
+    ctx.audit_denials(acl)
     if decision.request is None:
-        return [encode_response(header.api_key, header.api_version, header.correlation_id, decision.response)]
+        return decision.response
     ctx.decision = decision
     result = await api.handle(ctx, decision.request)
     if result is None or isinstance(result, list):
         return result
-    return [encode_response(header.api_key, header.api_version, header.correlation_id, decision.finish(result))]
+    if header.api_key in CHANGE_APIS:  # what was served (the refused entries are denials, recorded above)
+        ctx.audit_changes(decision.request, result)
+    return decision.finish(result)
 
 
 def _unsupported_version(api: Api, header: RequestHeader) -> list[Chunk]:

@@ -143,6 +143,21 @@ class SessionContext:
         return out
 
 
+    def throttled(self, cache: FetchSessionCache) -> int:
+        """The session id of a throttled answer, which carries no partition (Kafka's getThrottledResponse): a new
+        session is dropped (Kafka makes it only with an unthrottled answer; id 0 tells the client to start
+        over), an incremental one keeps its id and sends its partitions again in its next answer."""
+        session = self.session
+        if session is None:
+            return self.session_id
+        if not self.incremental:
+            cache.remove(session.id)
+            return 0
+        for cached in session.partitions.values():
+            cached.high_watermark = -2  # as never sent: the next answer carries it
+        return self.session_id
+
+
 def _note(result: FetchPartitionResult, cached: CachedPartition) -> bool:
     """Record the watermarks sent; True if the partition has news (records, an error, a moved watermark)."""
     changed = bool(result.error_code) or result.records is None or _has_records(result)
@@ -194,7 +209,7 @@ class FetchSessionCache:
             session = None
         if epoch in (FINAL_EPOCH, INITIAL_EPOCH):
             if session is not None:
-                self._remove(session_id)
+                self.remove(session_id)
             if epoch == FINAL_EPOCH:
                 return SessionContext(request)
             return self._new_session(request, uses_ids, owner)
@@ -206,7 +221,7 @@ class FetchSessionCache:
             return SessionContext(request, error=ErrorCode.fetch_session_topic_id_error)
         self.cached_partitions += self._update(session, request, uses_ids)
         if len(session.partitions) > MAX_SESSION_PARTITIONS or self.cached_partitions > MAX_CACHED_PARTITIONS:
-            self._remove(session_id)  # too large to keep: the client starts over with a full request
+            self.remove(session_id)  # too large to keep: the client starts over with a full request
             return SessionContext(request, error=ErrorCode.fetch_session_id_not_found)
         session.epoch = _next_epoch(epoch)
         session.last_used = self.clock()
@@ -256,15 +271,16 @@ class FetchSessionCache:
                 return False
             oldest = next(iter(self.sessions.values()))
             if now - oldest.last_used >= EVICTION_S:
-                self._remove(oldest.id)
+                self.remove(oldest.id)
                 continue
             smallest = min(self.sessions.values(), key=lambda s: len(s.partitions))
             if len(smallest.partitions) >= size:
                 return False
-            self._remove(smallest.id)
+            self.remove(smallest.id)
         return True
 
-    def _remove(self, session_id: int) -> None:
+    def remove(self, session_id: int) -> None:
+        """Forget a session (its partitions no longer count)."""
         session = self.sessions.pop(session_id, None)
         if session is not None:
             self.cached_partitions -= len(session.partitions)

@@ -20,6 +20,7 @@ import trio
 from logway.coordinator.txn_coordinator import TransactionCoordinator
 from logway.gateway.group_commit import flush_logs
 from logway.gateway.groups import OFFSETS_TOPIC, ConsumerOffsetsLog
+from logway.server.audit_changes import transaction_timed_out
 from logway.storage.errors import InvalidProducerEpoch, UnknownTopicOrPartition
 from logway.wire.batch import CorruptBatch
 from logway.wire.errors import ErrorCode, KafkaError
@@ -173,11 +174,20 @@ class TransactionService:
         while True:
             await trio.sleep(self._abort_interval_s)
             try:
-                self.coordinator.abort_timed_out(_now_ms())
+                for transactional_id in self.coordinator.abort_timed_out(_now_ms()):
+                    self._audit_timeout(transactional_id)
                 self.coordinator.retry_markers(_now_ms())
                 await self.flush_pending()
             except Exception:
                 log.exception("aborting timed-out transactions failed")
+
+    def _audit_timeout(self, transactional_id: str) -> None:
+        """A transaction the coordinator aborted at its timeout, for the audit log (no client asked for it)."""
+        audit = self.state_log.broker.audit
+        meta = self.coordinator.transaction(transactional_id)
+        if audit.enabled and meta is not None:
+            audit.record(transaction_timed_out(transactional_id, meta.producer_id, meta.producer_epoch,
+                                               meta.timeout_ms))
 
     async def _expire_ids_loop(self) -> None:
         while True:

@@ -61,6 +61,8 @@ class FilterChain:
         self.filters = tuple(filters)
         self.client = client
         self.observers = tuple(f for f in self.filters if f.observes)
+        self.delaying = tuple(f for f in self.filters if f.delays)
+        self.hold = 0.0  # after ``request``: seconds the session holds that request back (fault injection)
         self._plans: dict[tuple[int, int], Plan] = {}
 
     def plan(self, api_key: int, api_version: int) -> Plan:
@@ -91,12 +93,13 @@ class FilterChain:
     async def request(self, header: RequestHeader, frame: memoryview, pos: int, upstream_correlation_id: int,
                       plan: Plan) -> tuple[bytes | None, Seen]:
         """The request through the filters that handle it (and want it: ``wanted``): the frame to forward (None:
-        the client's bytes, as they came) and the filters its response goes through. Raises Answered. A filter
-        that ``prepares`` is awaited just before its ``on_request``."""
+        the client's bytes, as they came) and the filters its response goes through. Raises Answered, or a
+        filter's Disconnect. A filter that ``prepares`` is awaited just before its ``on_request``. Sets ``hold``."""
         key, version = header.api_key, header.api_version
         if plan.inspected:
             plan = self.wanted(plan, key, version, frame, pos)
             if not plan.decodes_request:
+                self.hold = 0.0  # no filter saw it: none asked to hold it
                 return None, plan.undecoded
         original = request = decode_request(header, bytes(frame), pos)
         seen: list[tuple[Filter, Any]] = []
@@ -113,6 +116,8 @@ class FilterChain:
             # its names from an ACL denial).
             response = self.response(key, version, seen, answer.response)
             raise Answered(encode_response_frame(key, version, header.correlation_id, response)) from None
+        finally:
+            self.hold = sum(f.request_delay() for f in self.delaying) if self.delaying else 0.0
         if request is original:
             return None, seen
         upstream_header = RequestHeader(key, version, upstream_correlation_id, header.client_id)

@@ -9,9 +9,13 @@ from pathlib import Path
 
 from logway.proxy.addresses import BrokerAddressing, parse_node_id_range
 from logway.proxy.filter_config import is_filter_key, named_filters
+from logway.proxy.quotas import KEYS as QUOTA_KEYS
+from logway.proxy.quotas import QuotaSettings
 from logway.server.config import ConfigError, Listener, ServerConfig, int_setting, load_properties
+from logway.server.quota_entities import USER, check_entity, check_value, make_entity
 from logway.server.security.plain import parse_jaas
 from logway.server.security.settings import ProtocolSecurity
+from logway.wire.errors import KafkaError
 
 PROXY_DEFAULTS: dict[str, str] = {
     "proxy.upstream.bootstrap.servers": "",
@@ -34,10 +38,13 @@ PROXY_DEFAULTS: dict[str, str] = {
     "proxy.broker.port.offset": "1",
     "proxy.node.id.range": "0-99",
     "proxy.max.in.flight.requests.per.connection": "100",
-    # Virtual clusters (multi-tenancy): proxy.virtual.cluster.<name>.listener / .topic.prefix for each name.
+    # Virtual clusters (multi-tenancy): proxy.virtual.cluster.<name>.listener / .topic.prefix for each name, and
+    # optionally .quota.<key> (below) and .quota.shared.
     "proxy.virtual.clusters": "",
+    # Client quotas of each principal (proxy/quotas.py), Kafka's quota names; empty: none.
+    **{f"proxy.quota.{key}": "" for key in QUOTA_KEYS},
 }
-VIRTUAL_CLUSTER_KEYS = ("listener", "topic.prefix")
+VIRTUAL_CLUSTER_KEYS = ("listener", "topic.prefix", "quota.shared", *(f"quota.{key}" for key in QUOTA_KEYS))
 VIRTUAL_CLUSTERS_DIR = "virtual-clusters"
 UPSTREAM_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 UPSTREAM_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -45,11 +52,13 @@ UPSTREAM_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 @dataclass
 class VirtualCluster:
-    """A tenant's view of the upstream: everything its clients name lives under ``topic_prefix``."""
+    """A tenant's view of the upstream: everything its clients name lives under ``topic_prefix``; its clients'
+    quotas (each principal's, or one shared budget)."""
 
     name: str
     listener: str
     topic_prefix: str
+    quota: QuotaSettings = field(default_factory=lambda: QuotaSettings({}))
 
 
 @dataclass
@@ -96,6 +105,7 @@ class ProxyConfig:
         self.address_pattern = p["proxy.broker.address.pattern"].strip()
         self.addressing = {lst.name: self._addressing(lst) for lst in self.server.listeners}
         self.virtual_clusters = _virtual_clusters(p, [lst.name for lst in self.server.listeners], self.warnings)
+        self.quota = _quota_settings(p, "proxy.quota.", "false")
         self.named_filters = named_filters(p, [c.name for c in self.virtual_clusters.values()],
                                            self.server.log_dirs[0] if self.server.log_dirs else "")
         self.warnings += self.named_filters.warnings
@@ -148,7 +158,9 @@ def _virtual_clusters(p: dict[str, str], listeners: list[str], warnings: list[st
             TenantFilter(prefix)
         except ValueError as exc:
             raise ConfigError(f"{keys['topic.prefix']}: {exc}") from None
-        out[listener] = VirtualCluster(name, listener, prefix)
+        out[listener] = VirtualCluster(name, listener, prefix,
+                                       _quota_settings(p, f"proxy.virtual.cluster.{name}.quota.",
+                                                       p.get(f"proxy.virtual.cluster.{name}.quota.shared", "false")))
     try:
         check_prefixes(c.topic_prefix for c in out.values())
     except ValueError as exc:
@@ -157,6 +169,26 @@ def _virtual_clusters(p: dict[str, str], listeners: list[str], warnings: list[st
     warnings += [f"{k}: {k.split('.')[3]} is not in proxy.virtual.clusters, ignored" for k in sorted(p)
                  if _virtual_cluster_key(k) and not k.startswith(tuple(listed))]
     return out
+
+
+def _quota_settings(p: dict[str, str], prefix: str, shared: str) -> QuotaSettings:
+    """The quotas under ``prefix`` (empty values: none), checked as AlterClientQuotas checks them."""
+    values = {}
+    for key in QUOTA_KEYS:
+        raw = p.get(prefix + key, "").strip()
+        if not raw:
+            continue
+        try:
+            value = float(raw)
+            check_value(check_entity(make_entity([(USER, None)])), key, value)
+        except ValueError:
+            raise ConfigError(f"{prefix}{key}={raw!r}: expected a number") from None
+        except KafkaError as exc:
+            raise ConfigError(f"{prefix}{key}={raw!r}: {exc}") from None
+        values[key] = value
+    if shared.strip().lower() not in ("true", "false"):
+        raise ConfigError(f"{prefix}shared={shared!r}: expected true or false")
+    return QuotaSettings(values, shared.strip().lower() == "true")
 
 
 def _servers(value: str) -> list[tuple[str, int]]:

@@ -19,8 +19,10 @@ import importlib
 import pkgutil
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
+
+from prometheus_client import CollectorRegistry
 
 from logway.proxy.filters.base import ClientInfo, Filter
 from logway.server.config import ConfigError
@@ -37,6 +39,7 @@ class FilterSettings:
     type: str
     values: Mapping[str, str]
     state_dir: str = ""  # the proxy's state directory (log.dirs): where a filter keeps files of its own
+    registry: CollectorRegistry | None = None  # the proxy's Prometheus registry (/metrics): a filter's metrics
 
     def key(self, key: str) -> str:
         """The full property name of one of this filter's keys, for error messages."""
@@ -182,7 +185,8 @@ def _unused(props: Mapping[str, str], listed: set[str]) -> list[str]:
             if key.startswith("proxy.filter.") and key.split(".")[2] not in listed]
 
 
-def build_factories(filters: NamedFilters) -> dict[str, FilterFactory]:
-    """Each configured filter's factory, by the key of its settings (built once, at start-up)."""
+def build_factories(filters: NamedFilters, registry: CollectorRegistry | None = None) -> dict[str, FilterFactory]:
+    """Each configured filter's factory, by the key of its settings (built once, at start-up); their metrics
+    go to ``registry``."""
     types = filter_types()
-    return {key: types[s.type].build(s) for key, s in filters.settings.items()}
+    return {key: types[s.type].build(replace(s, registry=registry)) for key, s in filters.settings.items()}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import signal
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 import trio
@@ -21,13 +22,17 @@ from logway.proxy.filters.acl import RULES as ACL_RULES
 from logway.proxy.filters.acl import VERSION_CAPS as ACL_VERSION_CAPS
 from logway.proxy.filters.acl import acl_filter_factory
 from logway.proxy.filters.address_rewrite import address_rewrite_factory
+from logway.proxy.filters.audit import AuditFilters
 from logway.proxy.filters.client_metrics import ClientMetrics
 from logway.proxy.filters.ownership import OwnedIds, ownership_filter_factory
 from logway.proxy.filters.realm_users import VERSIONS as SCRAM_USER_VERSIONS
 from logway.proxy.filters.realm_users import realm_users_factory
 from logway.proxy.filters.tenant import DENIED_API_KEYS, TenantFilter, TopicIdDirectory
 from logway.proxy.metrics import serve_registry
+from logway.proxy.quotas import ProxyQuotas
 from logway.proxy.session import FilterFactory, ProxySession
+from logway.server import request_time
+from logway.server.audit import NO_AUDIT, Audit, audit_of
 from logway.server.config import Listener
 from logway.server.connection import HandlerFactory
 from logway.server.gc_policy import tune_after_startup
@@ -56,12 +61,21 @@ class Proxy:
         self.cluster = Cluster(config)
         self.addressing = config.addressing
         self.filter_factories = {name: list(fs) for name, fs in (filter_factories or {}).items()}
-        self.named_filters = build_factories(config.named_filters)  # proxy.filters and the virtual clusters' own
+        self.registry = CollectorRegistry()  # served on metrics.port
+        # proxy.filters and the virtual clusters' own
+        self.named_filters = build_factories(config.named_filters, self.registry)
         self.stats = ServerStats()  # the connections count requests and latency per API here
         self.topic_ids = TopicIdDirectory()  # one upstream cluster: one directory for every tenant connection
         # Per-client metrics when they are served (metrics.port): one instance counts every connection.
-        self.registry = CollectorRegistry()
         self.metrics = ClientMetrics(self.registry, topic_ids=self.topic_ids) if self.config.metrics_port else None
+        # Each listener's audit log: those of the audit filters in its connections' chain.
+        self.audits = {listener.name: self._audit_for(listener.name) for listener in self.config.listeners}
+        # Client quotas the proxy enforces itself (proxy.quota.*, proxy.virtual.cluster.<name>.quota.*).
+        self.quotas = ProxyQuotas(config.quota, {lst: (vc.name, vc.quota) for lst, vc in self.virtual_clusters.items()},
+                                  self.config.quota_windows)
+        if self.config.metrics_port:
+            for collector in self.quotas.collectors():
+                self.registry.register(collector)
 
     def filter_chain(self, listener: str) -> list[FilterFactory]:
         """The filters of a client connection on ``listener``, in chain order (requests pass them first to last,
@@ -72,10 +86,11 @@ class Proxy:
         2. the ACL filter (when an authorizer is configured), with the ACLs of the listener's realm: it checks the
            full names, and its denials pass back through the tenant filter, which strips them;
            then, on a virtual cluster's listener or under ACLs (where clients are not all one), the ownership
-           filter (fetch sessions and producer ids kept to the client they were handed to), and on a virtual
-           cluster's listener its own SCRAM users (answered from its realm);
+           filter (fetch sessions and producer ids kept to the client they were handed to);
         3. the configured filters (``proxy.filters``, then the virtual cluster's ``filters``, in the order named),
-           then the listener's own (``filter_factories``, given by code), in the order given;
+           then, on a virtual cluster's listener, its own SCRAM users (answered from its realm: after the
+           configured filters, so an audit filter sees those changes), then the listener's own
+           (``filter_factories``, given by code), in the order given;
         4. address rewriting: nearest the upstream but for the metrics, so every filter before it sees the
            proxy's broker addresses, never the upstream's;
         5. the per-client metrics (metrics.port): last, they count the frames as exchanged with the upstream
@@ -89,19 +104,35 @@ class Proxy:
             chain.append(lambda client: TenantFilter(prefix, topic_ids))
         realm = self.cluster_realms.get(listener, self.realm)
         if realm.authorizer is not None:
-            chain.append(acl_filter_factory(realm.authorizer))
+            chain.append(acl_filter_factory(realm.authorizer, self.audits.get(listener, NO_AUDIT)))
         if tenant is not None or realm.authorizer is not None:
             chain.append(ownership_filter_factory(self.owned_ids))
+        chain += self._named_chain(listener)
         if tenant is not None:
             chain.append(realm_users_factory(realm))
-        cluster = tenant.name if tenant is not None else None
-        chain += [self.named_filters[key] for key in self.settings.named_filters.keys_for(cluster)]
         chain += self.filter_factories.get(listener, [])
         chain.append(address_rewrite_factory(self.cluster, self.addressing[listener]))
         if self.metrics is not None:
             metrics = self.metrics
             chain.append(lambda client: metrics)
         return chain
+
+    def _named_chain(self, listener: str) -> list[FilterFactory]:
+        """The configured filters of a connection on ``listener``: proxy.filters, then its virtual cluster's."""
+        tenant = self.virtual_clusters.get(listener)
+        keys = self.settings.named_filters.keys_for(tenant.name if tenant is not None else None)
+        return [self.named_filters[key] for key in keys]
+
+    def _audit_for(self, listener: str) -> Audit:
+        """Where the authentications and ACL denials of ``listener``'s connections are recorded: the audit filters
+        of their chain (none: nowhere)."""
+        return audit_of([f.audit for f in self._named_chain(listener) if isinstance(f, AuditFilters)])
+
+    def close(self) -> None:
+        """Write what the audit logs hold and close them (at shutdown)."""
+        for factory in self.named_filters.values():
+            if isinstance(factory, AuditFilters):
+                factory.audit.close()
 
     def realm_for(self, listener: Listener) -> Realm:
         """The realm the clients of ``listener`` authenticate in: its virtual cluster's, else the proxy's."""
@@ -141,6 +172,8 @@ class ProxyServer:
 
     async def serve(self, bootstrap: list[tuple[Listener, trio.SocketListener]],
                     task_status=trio.TASK_STATUS_IGNORED) -> None:
+        if self.proxy.quotas.timed:  # a request_percentage quota: time the connections' requests
+            request_time.enable()
         async with trio.open_nursery() as nursery:
             await nursery.start(self.server.run)
             await nursery.start(self.proxy.cluster.watch)
@@ -151,7 +184,8 @@ class ProxyServer:
             task_status.started()
 
     def _context(self, listener: Listener):
-        return listener_context(self.proxy.config, listener, self.proxy.realm_for(listener))
+        return listener_context(self.proxy.config, listener, self.proxy.realm_for(listener),
+                                self.proxy.audits[listener.name])
 
     async def _follow_brokers(self, listener: Listener) -> None:
         """Open a port for each upstream broker in the metadata; close it when the broker leaves."""
@@ -200,6 +234,14 @@ class ProxyServer:
 async def serve_proxy(config: ProxyConfig, filter_factories: Mapping[str, Sequence[FilterFactory]] | None = None) -> None:
     """Run the proxy until SIGTERM or SIGINT."""
     proxy = Proxy(config, filter_factories)
+    try:
+        await _serve(proxy, config)
+    finally:
+        proxy.close()
+    log.info("shut down cleanly")
+
+
+async def _serve(proxy: Proxy, config: ProxyConfig) -> None:
     bootstrap = await open_listeners(proxy.config)
     try:
         metrics_listeners = await open_metrics_listeners(proxy.config)
@@ -212,7 +254,8 @@ async def serve_proxy(config: ProxyConfig, filter_factories: Mapping[str, Sequen
             await nursery.start(ProxyServer(proxy).serve, bootstrap)
             tune_after_startup()  # the server's GC policy: fewer collections on the request path (p99)
             if metrics_listeners:
-                await nursery.start(serve_registry, proxy.registry, metrics_listeners)
+                await nursery.start(partial(serve_registry, refresh=proxy.quotas.refresh_metrics), proxy.registry,
+                                    metrics_listeners)
                 log.info("metrics on http://%s:%d/metrics", proxy.config.metrics_host or "0.0.0.0",
                          proxy.config.metrics_port)
             upstream = ",".join(f"{h}:{p}" for h, p in config.upstream_bootstrap)
@@ -223,4 +266,3 @@ async def serve_proxy(config: ProxyConfig, filter_factories: Mapping[str, Sequen
                 log.info("received %s, shutting down", signal.Signals(signum).name)
                 nursery.cancel_scope.cancel()
                 break
-    log.info("shut down cleanly")

@@ -31,7 +31,7 @@ import trio
 from logway.proxy.api_versions import API_VERSIONS, API_VERSIONS_RANGE, Ranges, api_versions_response
 from logway.proxy.chain import FETCH_KEY, Answered, FilterChain, Seen
 from logway.proxy.fetch_walk import FetchWalk
-from logway.proxy.filters.base import REQUEST, RESPONSE, RESPONSE_HEAD, ClientInfo, Filter, Frame
+from logway.proxy.filters.base import REQUEST, RESPONSE, RESPONSE_HEAD, ClientInfo, Disconnect, Filter, Frame
 from logway.proxy.frames import (
     PRODUCE_KEY,
     SIZE,
@@ -43,6 +43,7 @@ from logway.proxy.frames import (
     set_response_correlation_id,
 )
 from logway.proxy.produce_walk import ProduceWalk
+from logway.proxy.quotas import SessionQuota
 from logway.proxy.splice import IOV_MAX, Pipe
 from logway.proxy.streaming import SPLICE_FROM, ClientSource, FrameDoesNotWalk, FrameRelay, UpstreamSource
 from logway.proxy.upstream import Upstream, UpstreamError
@@ -74,6 +75,7 @@ class Pending:
     answer: bytes | None = None  # a whole frame (with size prefix) the proxy answers itself
     seen: Seen = ()  # the filters its response goes through, each with the request it returned
     heads: tuple = ()  # the filters that read its first bytes
+    throttle_ms: int = 0  # the proxy's own client quotas throttled the request (proxy/quotas.py)
 
 
 class ProxySession(RequestHandler):
@@ -84,6 +86,7 @@ class ProxySession(RequestHandler):
     client: ClientInfo
     upstream: Upstream | None = None
     ranges: Ranges = {}  # what this connection advertises, once its upstream is connected
+    quota: SessionQuota | None = None  # the client quotas the proxy holds this connection to, if any
 
     def __init__(self, proxy: Proxy, conn: Connection, node_id: int | None) -> None:
         self.proxy = proxy
@@ -91,6 +94,7 @@ class ProxySession(RequestHandler):
         self.node_id = node_id  # the upstream node this connection's port serves; None = bootstrap
         self._pipe = self._request_pipe = None
         self.stream_from = None  # large Produce requests are streamed upstream once there is a pipe for splice
+        self.silent = False  # a filter dropped the connection: nothing more is forwarded or answered
 
     @asynccontextmanager
     async def session(self, conn: Connection) -> AsyncIterator[None]:
@@ -107,10 +111,12 @@ class ProxySession(RequestHandler):
                     self._pipe.close()
                 self._pipe = None
         cluster = self.proxy.virtual_clusters.get(conn.listener.name)
-        self.client = ClientInfo(principal=conn.principal, host=client_host(conn.peer), listener=conn.listener.name,
+        self.client = ClientInfo(principal=conn.principal, host=client_host(conn.peer), address=conn.peer,
+                                 listener=conn.listener.name,
                                  topic_prefix=cluster.topic_prefix if cluster is not None else "")
         self.chain = FilterChain([factory(self.client) for factory in self.proxy.filter_chain(conn.listener.name)],
                                  self.client)
+        self.quota = self.proxy.quotas.for_listener(conn.listener.name)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write_responses)
@@ -139,7 +145,7 @@ class ProxySession(RequestHandler):
         buffered bytes sent, the rest spliced from the client's socket to the upstream's (walked for the
         observers). False (nothing done) for any other frame, or a head too short to read the acks from."""
         head = conn.buffered()[SIZE.size :]
-        if head[0] != 0 or head[1] != PRODUCE_KEY or conn.sasl is not None:
+        if head[0] != 0 or head[1] != PRODUCE_KEY or conn.sasl is not None or self.silent:
             return False
         try:
             header, pos = read_request_header(head)
@@ -156,6 +162,8 @@ class ProxySession(RequestHandler):
             return False
         pending = Pending(header.correlation_id, PRODUCE_KEY, header.api_version, upstream.next_correlation_id(),
                           seen=plan.undecoded)
+        if self.quota is not None:
+            pending.throttle_ms = await self.quota.request(self.conn, header, head, pos, size, expects_response)
         set_request_correlation_id(head, pending.upstream_correlation_id)
         del head
         await self._stream_request(header.api_version, SIZE.size + pos, SIZE.size + size)
@@ -189,6 +197,8 @@ class ProxySession(RequestHandler):
 
     async def forward(self, frame: memoryview) -> None:
         """Forward one request upstream (or answer it) and queue what its response will need."""
+        if self.silent:
+            return
         header, pos = read_request_header(frame)
         self.client.principal, self.client.client_id = self.conn.principal, header.client_id
         if header.api_key == API_VERSIONS:
@@ -201,22 +211,34 @@ class ProxySession(RequestHandler):
         pending = Pending(header.correlation_id, key, version, upstream.next_correlation_id(), seen=plan.undecoded,
                           heads=plan.heads)
         expects_response = key != PRODUCE_KEY or produce_expects_response(frame, header, pos)
+        if self.quota is not None:
+            pending.throttle_ms = await self.quota.request(self.conn, header, frame, pos, len(frame), expects_response)
         out = None
         if plan.decodes_request:
             try:
                 out, pending.seen = await self.chain.request(header, frame, pos, pending.upstream_correlation_id, plan)
             except Answered as answered:
+                await self._hold()
                 if expects_response:  # (an acks=0 Produce gets no answer, as from Kafka)
                     pending.answer = _framed(answered.frame)
                     await self._queue_in.send(pending)
                 return
+            except Disconnect as fault:
+                self._disconnect(fault)
+                return
+            await self._hold()
         if out is None:  # no filter changed the request: forward its bytes
             set_request_correlation_id(frame, pending.upstream_correlation_id)
             out = frame
         elif self.chain.observers and key == PRODUCE_KEY:
             pos = read_request_header(out)[1]
+        await self._send(upstream, out, pos, pending, expects_response)
+
+    async def _send(self, upstream: Upstream, out: memoryview | bytes, pos: int, pending: Pending,
+                    expects_response: bool) -> None:
+        """Send the request (as the chain left it) upstream and queue what its response will need."""
         if self.chain.observers:
-            self.chain.observe_request(key, version, out, pos)
+            self.chain.observe_request(pending.api_key, pending.api_version, out, pos)
         try:
             await upstream.send(out)
         except UpstreamError as exc:
@@ -224,6 +246,18 @@ class ProxySession(RequestHandler):
             raise ConnectionClosed() from None
         if expects_response:
             await self._queue_in.send(pending)
+
+    async def _hold(self) -> None:
+        """Hold the request the chain just saw for as long as a filter asked (this connection's read loop only)."""
+        if self.chain.hold > 0:
+            await trio.sleep(self.chain.hold)
+
+    def _disconnect(self, fault: Disconnect) -> None:
+        """A filter's Disconnect: close the connection, or go silent until the client closes it."""
+        log.debug("connection from %s: %s", self.conn.peer, fault)
+        if not fault.silent:
+            raise ConnectionClosed()
+        self.silent = True
 
     def _check_advertised(self, header: RequestHeader) -> None:
         ranges = self.ranges
@@ -367,6 +401,9 @@ class ProxySession(RequestHandler):
             raise UpstreamError(f"{upstream}: no response to {api_name(pending.api_key)} within "
                                 "proxy.upstream.request.timeout.ms")
         frame = self._for_client(pending, frame)
+        if self.quota is not None:
+            frame = self.quota.answer(self.conn, pending.api_key, pending.api_version, frame, pending.throttle_ms,
+                                      self.client.client_id or "")
         if len(frame) <= _SMALL:
             out.append(SIZE.pack(len(frame)))
             out.append(frame)
@@ -408,6 +445,8 @@ class ProxySession(RequestHandler):
         """A large response no filter must decode, from a plain upstream socket to a plain client socket:
         streamed (its records spliced)."""
         if size <= _SMALL or self._pipe is None:
+            return False
+        if self.quota is not None and (self.quota.fetch or pending.throttle_ms):  # measured, and its throttle set
             return False
         if self.upstream.socket is None or not self.conn.spliceable:
             return False

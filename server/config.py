@@ -15,6 +15,7 @@ from typing import ClassVar
 from urllib.parse import urlsplit
 
 from logway.server.config_keys import check_keys, known_keys
+from logway.server.quota_sensors import Windows
 from logway.server.security.authorizer import ACL_AUTHORIZER, STANDARD_AUTHORIZER, parse_super_users
 from logway.server.security.settings import (
     SECURITY_DEFAULTS,
@@ -47,6 +48,11 @@ SERVER_DEFAULTS: dict[str, str] = {
     # metrics name every topic and consumer group.
     "metrics.port": "0",
     "metrics.host": "127.0.0.1",
+    # Client quotas (server/quotas.py): the sample windows rates are measured over, Kafka's names and defaults.
+    "quota.window.num": "11",
+    "quota.window.size.seconds": "1",
+    "controller.quota.window.num": "11",
+    "controller.quota.window.size.seconds": "1",
 }
 AUTHORIZER_CLASSES = (STANDARD_AUTHORIZER, ACL_AUTHORIZER)
 # Keys read outside the tables: KRaft listener settings that shape how `listeners` is read.
@@ -219,6 +225,15 @@ def canonical_ip(address: str) -> str:
     return str(ip)
 
 
+def _windows(p: Mapping[str, str], prefix: str) -> Windows:
+    """<prefix>.num samples of <prefix>.size.seconds (Kafka: each at least 1)."""
+    num, size = int_setting(p, f"{prefix}.num"), int_setting(p, f"{prefix}.size.seconds")
+    for key, value in ((f"{prefix}.num", num), (f"{prefix}.size.seconds", size)):
+        if value < 1:
+            raise ConfigError(f"Invalid value {value} for configuration {key}: Value must be at least 1")
+    return Windows(num, size * 1000)
+
+
 def bool_setting(props: Mapping[str, str], key: str) -> bool:
     value = props[key].strip().lower()
     if value not in ("true", "false"):
@@ -257,6 +272,8 @@ class ServerConfig:
         self._read_more(p, given)
         self._read_connection_limits(p)
         self._read_authorizer(p)
+        self.quota_windows = _windows(p, "quota.window")
+        self.controller_quota_windows = _windows(p, "controller.quota.window")
         self.metrics_port = int_setting(p, "metrics.port")
         self.metrics_host = p["metrics.host"].strip()
         if not 0 <= self.metrics_port <= 65535:

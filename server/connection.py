@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from logway.server import request_time
+from logway.server.audit import NO_AUDIT, Audit, Client
 from logway.server.config import Listener
 from logway.server.request_memory import RESIZE_AFTER_S, RequestMemory
 from logway.server.security.realm import Realm
@@ -88,12 +90,14 @@ class Deferred:
 @dataclass(frozen=True)
 class ListenerContext:
     """A listener as its connections see it: its name and address, its security (TLS, SASL), the realm its
-    clients authenticate against and are authorized in, and the largest request (socket.request.max.bytes)."""
+    clients authenticate against and are authorized in, the largest request (socket.request.max.bytes) and
+    the audit log its authentications and ACL denials go to."""
 
     listener: Listener
     security: ListenerSecurity
     realm: Realm
     max_request_bytes: int
+    audit: Audit = NO_AUDIT
 
 
 class RequestHandler:
@@ -138,6 +142,13 @@ class Connection:
     # The API of the request being answered, set by the handler (-1: none, e.g. a bare SASL token), for metrics.
     api_key = -1
     api_version = 0
+    # KIP-219: while a client is throttled (a quota), the trio time until which its connection is muted; set with
+    # throttle(). The connection sends the answers it holds, then reads no request before this time.
+    mute_until = 0.0
+    # The event-loop time this connection's tasks have run, and the part charged to requests (request_percentage
+    # quotas: server/request_time.py counts it only while such a quota exists).
+    loop_s = 0.0
+    loop_charged_s = 0.0
     # Whether bytes may be spliced to and from the socket (not through TLS: its records are encrypted in user space).
     spliceable = True
 
@@ -146,6 +157,7 @@ class Connection:
         self.listener = context.listener
         self.security = context.security
         self.realm = context.realm
+        self.audit = context.audit
         self.max_request_bytes = context.max_request_bytes
         self.stats = stats
         self.sasl: SaslSession | None = None
@@ -180,6 +192,10 @@ class Connection:
         self.turn_requests = 0
         self.turn_bytes = 0
         self.handler = make_handler(self)
+
+    def audit_client(self, client_id: str | None = None) -> Client:
+        """This connection as the audit log names it (its principal and address; a request's client id)."""
+        return Client(self.principal, self.peer, self.listener.name, client_id)
 
     # -- reading request frames -------------------------------------------------------------------------------
 
@@ -510,6 +526,7 @@ class Connection:
 
     async def run(self) -> None:
         """Serve the connection until the client closes it or sends something it may not; then close it."""
+        request_time.CURRENT.set(self)  # this task, and those the session starts, work for this connection
         try:
             await self.handshake()
             async with self.handler.session(self):
@@ -541,9 +558,30 @@ class Connection:
             await self._send_held_quietly()
             log.error("closing connection from %s after an internal error", self.peer, exc_info=exc)
 
+    def throttle(self, delay_ms: int) -> None:
+        """Mute the connection for ``delay_ms`` from now (a quota's throttle time, already in the answer the
+        handler gives): Kafka's KIP-219 channel muting. A handler that answers from another task (the proxy's
+        writer) may call it too: the read loop checks before each request."""
+        if delay_ms > 0:
+            self.mute_until = max(self.mute_until, trio.current_time() + delay_ms / 1000)
+
+    async def _sit_out_throttle(self) -> None:
+        """Read nothing until the throttle time is over (the answers before it have been sent): a client that
+        ignores throttle_time_ms still waits, and one that pipelined its requests has them read after it."""
+        until, self.mute_until = self.mute_until, 0.0
+        self.busy = True  # held by the server, not idle (connections.max.idle.ms)
+        try:
+            await trio.sleep_until(until)
+        finally:
+            self.busy = False
+
     async def _answer_requests(self) -> None:
         handler = self.handler
         while True:
+            if self.mute_until:
+                if self.held:
+                    await self.send_held()
+                await self._sit_out_throttle()
             # No local keeps the frame or the response while waiting for the next request, so an idle
             # connection's buffer (and a large response) can be freed.
             frame = await self.read_frame()
@@ -586,7 +624,7 @@ class Connection:
         """Whether the held responses may wait for the next request: a whole Produce request is already in the
         buffer, the broker answers it itself, and the held responses are small bytes. Behind a response waiting
         for an fsync (Deferred), what the client has sent meanwhile is taken in first, without waiting for it."""
-        if self.held_file or self.held_bytes >= _COALESCE or len(self.answered) >= _MAX_HELD:
+        if self.held_file or self.held_bytes >= _COALESCE or len(self.answered) >= _MAX_HELD or self.mute_until:
             return False
         if self.gate is not None or not self.handler.answers_inline:  # the SASL gate; a proxy's session
             return False

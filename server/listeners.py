@@ -8,12 +8,15 @@ import errno
 import logging
 import os
 import socket as stdlib_socket
+from collections.abc import Callable
 
 import trio
 
+from logway.server.audit import NO_AUDIT, Audit
 from logway.server.config import Listener, ServerConfig, canonical_ip
 from logway.server.connection import Connection, HandlerFactory, ListenerContext
 from logway.server.connection_limits import ConnectionQuotas, expire_idle_connections
+from logway.server.quotas import ClientQuotas
 from logway.server.request_memory import RequestMemory, budget_bytes
 from logway.server.security.realm import Realm
 from logway.server.security.sasl import start_authentication
@@ -43,18 +46,22 @@ async def open_listeners(config: ServerConfig) -> list[tuple[Listener, trio.Sock
     return listeners
 
 
-def listener_context(config: ServerConfig, listener: Listener, realm: Realm) -> ListenerContext:
-    """What the connections of ``listener`` need to know of it, with the realm they authenticate in."""
-    return ListenerContext(listener, config.security[listener.name], realm, config.socket_request_max_bytes)
+def listener_context(config: ServerConfig, listener: Listener, realm: Realm, audit: Audit = NO_AUDIT
+                     ) -> ListenerContext:
+    """What the connections of ``listener`` need to know of it, with the realm they authenticate in and the
+    audit log their authentications and ACL denials go to."""
+    return ListenerContext(listener, config.security[listener.name], realm, config.socket_request_max_bytes, audit)
 
 
 class Server:
     """The client connections of one process, within its connection limits and request memory budget."""
 
-    def __init__(self, config: ServerConfig, stats: ServerStats) -> None:
+    def __init__(self, config: ServerConfig, stats: ServerStats, client_quotas: ClientQuotas | None = None) -> None:
         self.config = config
         self.stats = stats
         self.quotas = ConnectionQuotas.from_config(config)
+        # connection_creation_rate per IP (KIP-612), set through AlterClientQuotas on the broker.
+        self.client_quotas = client_quotas
         self.memory = RequestMemory(budget_bytes(config))
         stats.memory = self.memory
         self.connections: set[Connection] = set()
@@ -70,8 +77,25 @@ class Server:
         """Accept on ``bound`` until cancelled, one task per connection (cancelled with this loop)."""
         async with bound, trio.open_nursery() as nursery:
             while True:
-                sock, ip = await accept_admitted(bound, self.quotas)
+                sock, ip = await accept_admitted(bound, self.quotas, self._rate_limited(nursery))
                 nursery.start_soon(self._serve, sock, ip, context, make_handler)
+
+    def _rate_limited(self, nursery: trio.Nursery) -> RateCheck | None:
+        """KIP-612: a connection over its IP's connection_creation_rate is not served but held, unread, for the
+        throttle time (at most quota.window.size.seconds) and then closed, as Kafka's acceptor does (a client
+        reconnecting at once is slowed down, not spun). True if ``sock`` was taken so."""
+        rates = self.client_quotas.connections if self.client_quotas is not None else None
+        if rates is None:
+            return None
+
+        def check(sock: stdlib_socket.socket, ip: str) -> bool:
+            delay = rates.record(ip, int(trio.current_time() * 1000)) if rates.rates else 0
+            if delay:
+                log.debug("Delaying closing of connection from %s for %d ms", ip, delay)
+                nursery.start_soon(_close_after, sock, delay / 1000)
+            return bool(delay)
+
+        return check
 
     async def _serve(self, sock: stdlib_socket.socket, ip: str, context: ListenerContext,
                      make_handler: HandlerFactory) -> None:
@@ -124,15 +148,29 @@ def _peer(sock: stdlib_socket.socket) -> str:
         return "?"
 
 
-async def accept_admitted(bound: trio.SocketListener, quotas: ConnectionQuotas) -> tuple[stdlib_socket.socket, str]:
+RateCheck = Callable[[stdlib_socket.socket, str], bool]
+
+
+async def _close_after(sock: stdlib_socket.socket, seconds: float) -> None:
+    try:
+        await trio.sleep(seconds)
+    finally:
+        sock.close()
+
+
+async def accept_admitted(bound: trio.SocketListener, quotas: ConnectionQuotas,
+                          rate_limited: RateCheck | None = None) -> tuple[stdlib_socket.socket, str]:
     """The next accepted connection that the connection quotas admit, with its client's canonical IP; the
-    others are closed (max.connections, max.connections.per.ip)."""
+    others are closed (max.connections, max.connections.per.ip) or, over their IP's connection creation rate,
+    taken by ``rate_limited``."""
     while True:
         sock = await _accept(bound)
         try:
             ip = canonical_ip(sock.getpeername()[0])
         except (OSError, ValueError):
             sock.close()
+            continue
+        if rate_limited is not None and rate_limited(sock, ip):
             continue
         try:
             admitted = await quotas.admit(ip)

@@ -31,6 +31,7 @@ LOGWAY_VERSIONS = {
     35: (1, 5), 43: (0, 2), 45: (0, 1), 46: (0, 0), 75: (0, 0),
     24: (0, 3), 25: (0, 4), 26: (0, 5), 28: (0, 5), 61: (0, 0), 65: (0, 0), 66: (0, 2),
     68: (0, 1), 69: (0, 1), 76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 90: (0, 1), 91: (0, 0), 92: (0, 0),
+    48: (0, 1), 49: (0, 1),
 }
 API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
              10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
@@ -46,7 +47,8 @@ API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "Offs
              61: "DescribeProducers", 65: "DescribeTransactions", 66: "ListTransactions",
              68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe", 76: "ShareGroupHeartbeat",
              77: "ShareGroupDescribe", 78: "ShareFetch", 79: "ShareAcknowledge", 90: "DescribeShareGroupOffsets",
-             91: "AlterShareGroupOffsets", 92: "DeleteShareGroupOffsets"}
+             91: "AlterShareGroupOffsets", 92: "DeleteShareGroupOffsets",
+             48: "DescribeClientQuotas", 49: "AlterClientQuotas"}
 
 Steps = dict[str, Any]
 CaseFn = Callable[[Side, int, str], Steps]
@@ -1322,3 +1324,7 @@ def list_transactions(side: Side, v: int, topic: str) -> Steps:
     _txn_init(side, topic)
     return {"list": _txn_call(side, 66, v, {"state_filters": ["Empty", "Sleeping"], "producer_id_filters": [],
                                             "duration_filter": -1, "transactional_id_pattern": topic.replace("-", ".")})}
+
+
+# The quota APIs' cases register themselves (their own module: this one is long enough).
+from compat_tests.kafka import cases_quotas  # noqa: E402, F401

@@ -47,24 +47,26 @@ class KafkaUnavailable(RuntimeError):
     """Java or Maven is missing, or the jars cannot be resolved: the Kafka reference tests skip."""
 
 
-def ensure_jars(quiet: bool = True) -> Path:
-    """Resolve Kafka's broker and tools into lib/ with Maven (idempotent; ~4 s when ~/.m2 is warm)."""
-    if STAMP.exists() and STAMP.stat().st_mtime >= POM.stat().st_mtime:
-        return LIB
+def ensure_jars(quiet: bool = True, pom: Path = POM, lib: Path = LIB) -> Path:
+    """Resolve ``pom``'s dependencies (by default Kafka's broker and tools) into ``lib`` with Maven (idempotent:
+    skipped while lib/.resolved is newer than the pom; ~4 s when ~/.m2 is warm)."""
+    stamp = lib / STAMP.name
+    if stamp.exists() and stamp.stat().st_mtime >= pom.stat().st_mtime:
+        return lib
     for tool in ("mvn", "java"):
         if shutil.which(tool) is None:
             raise KafkaUnavailable(f"{tool} not found on PATH")
-    if LIB.exists():
-        shutil.rmtree(LIB)
-    cmd = ["mvn", "-B", "-f", str(POM), "dependency:copy-dependencies", f"-DoutputDirectory={LIB}",
+    if lib.exists():
+        shutil.rmtree(lib)
+    cmd = ["mvn", "-B", "-f", str(pom), "dependency:copy-dependencies", f"-DoutputDirectory={lib}",
            "-DincludeScope=runtime"]
     if quiet:
         cmd.insert(1, "-q")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise KafkaUnavailable(f"mvn dependency:copy-dependencies failed:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
-    STAMP.write_text(KAFKA_VERSION + "\n")
-    return LIB
+    stamp.write_text(KAFKA_VERSION + "\n")
+    return lib
 
 
 def classpath() -> str:
@@ -75,18 +77,18 @@ def java(main: str, *args: str, timeout: float = 120, stdin: str | None = None,
          env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run one of Kafka's tool classes (`org.apache.kafka.tools.TopicCommand`, ...) to completion."""
     cp = classpath()  # first: it creates lib/, where the class-data-sharing archive goes
-    cmd = ["java", *JVM_FLAGS, *_class_data_sharing(main), f"-Dlog4j2.configurationFile={HERE / 'log4j2-tools.properties'}",
+    cmd = ["java", *JVM_FLAGS, *class_data_sharing(main), f"-Dlog4j2.configurationFile={HERE / 'log4j2-tools.properties'}",
            "-cp", cp, main, *args]
     return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
 
 
-def _class_data_sharing(main: str) -> list[str]:
-    """JVM flags for a class-data-sharing archive of one tool's classes (lib/cds/<main>.jsa): the tool's
+def class_data_sharing(main: str, lib: Path = LIB) -> list[str]:
+    """JVM flags for a class-data-sharing archive of one tool's classes (<lib>/cds/<main>.jsa): the tool's
     first run writes it at exit, later runs map it and start in about 0.8 s instead of 2 s. A stale or
     foreign archive is ignored by the JVM (-Xshare:auto), silently."""
     quiet = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
-    archive = LIB / "cds" / f"{main}.jsa"
+    archive = lib / "cds" / f"{main}.jsa"
     if archive.exists():
         return [f"-XX:SharedArchiveFile={archive}", *quiet]
     archive.parent.mkdir(exist_ok=True)

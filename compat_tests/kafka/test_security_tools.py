@@ -115,7 +115,6 @@ def test_kafka_configs_adds_a_scram_user_who_can_then_authenticate(secured, tmp_
                  "SCRAM-SHA-512=[iterations=8192,password=dave-secret]", "--entity-type", "users",
                  "--entity-name", user)
     assert added.returncode == 0, added.stdout[-2000:] + added.stderr[-2000:]
-    # (`--describe` also asks for client quotas, DescribeClientQuotas, which Logway does not serve.)
     config = _client_config(tmp_path / "client.properties", certs, "SASL_SSL", "SCRAM-SHA-512", user, "dave-secret")
     listed = java(TOPICS, "--bootstrap-server", f"127.0.0.1:{ports['SASL_SSL']}", "--list", "--command-config", config)
     assert listed.returncode == 0, listed.stderr[-3000:]

@@ -2,7 +2,8 @@
 
 Increases a topic's partition count (INVALID_PARTITIONS if not larger); manual assignments must name this
 broker only. validate_only checks without creating. More than max.partitions.per.request new partitions in
-one request get POLICY_VIOLATION; the partitions are made off the event loop (Broker.create_partitions).
+one request get POLICY_VIOLATION; the partitions are made off the event loop (Broker.create_partitions). The new
+partitions count against a controller_mutation_rate quota (KIP-599; v3+: THROTTLING_QUOTA_EXCEEDED once spent).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from logway.gateway.apis.metadata import INTERNAL_TOPICS
+from logway.gateway.throttling import take_mutations
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
 
@@ -22,9 +24,11 @@ if TYPE_CHECKING:
 API_KEY = 37
 MIN_VERSION = 0
 MAX_VERSION = 3
+STRICT_QUOTA_FROM = 3  # KIP-599: a controller_mutation_rate quota refuses topics from v3, throttles before
 
 
-async def _create(broker, t, validate_only: bool, budget: list[int]) -> None:
+async def _create(ctx: RequestContext, t, validate_only: bool, budget: list[int]) -> None:
+    broker = ctx.broker
     topic = broker.logs.topics.get(t.name)
     if topic is None:
         raise KafkaError(f"The topic '{t.name}' does not exist.", ErrorCode.unknown_topic_or_partition)
@@ -48,6 +52,7 @@ async def _create(broker, t, validate_only: bool, budget: list[int]) -> None:
         raise KafkaError(f"Unable to perform excessively large batch operation: more than "
                          f"max.partitions.per.request={broker.config.max_partitions_per_request} new partitions "
                          f"in one request.", ErrorCode.policy_violation)
+    take_mutations(ctx, t.count - current, STRICT_QUOTA_FROM)
     if not validate_only:
         await broker.create_partitions(t.name, t.count)
 
@@ -58,7 +63,7 @@ async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> Creat
     for t in request.topics:
         result = {"name": t.name, "error_code": ErrorCode.none, "error_message": None}
         try:
-            await _create(ctx.broker, t, request.validate_only, budget)
+            await _create(ctx, t, request.validate_only, budget)
         except KafkaError as exc:
             result.update(error_code=exc.error_code, error_message=str(exc))
         results.append(result)

@@ -6,12 +6,15 @@ the topic's configs; v7: topic_id. This is a single broker: a replication factor
 gets INVALID_REPLICATION_FACTOR; manual replica assignments naming other brokers get INVALID_REPLICA_ASSIGNMENT.
 A request for more than max.partitions.per.request partitions in all gets POLICY_VIOLATION (see _over_limit).
 The partitions are made in chunks on a worker thread (Broker.create_topic): other clients keep being answered.
+A controller_mutation_rate quota (KIP-599) counts each topic's partitions, validate_only too, as Kafka's controller:
+from v6 a topic met with the quota spent gets THROTTLING_QUOTA_EXCEEDED; the answer carries the throttle time.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from logway.gateway.throttling import take_mutations
 from logway.storage.config import LogConfig
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
@@ -29,6 +32,7 @@ MAX_VERSION = 7
 # DescribeConfigs ConfigSource: DEFAULT_CONFIG=5, TOPIC_CONFIG=1.
 SOURCE_TOPIC = 1
 SOURCE_DEFAULT = 5
+STRICT_QUOTA_FROM = 6  # KIP-599: a controller_mutation_rate quota refuses topics from v6, throttles before
 
 
 def _validate(broker, t) -> tuple[int, dict[str, str]]:
@@ -88,6 +92,7 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
             partitions, configs = _validate(broker, t)
             if too_large:
                 raise KafkaError(too_large, ErrorCode.policy_violation)
+            take_mutations(ctx, partitions, STRICT_QUOTA_FROM)
             if request.validate_only:
                 topic_id = None
                 effective = LogConfig.from_properties(configs, broker.logs.default_config).to_properties()

@@ -2,7 +2,8 @@
 
 v4: flexible; v5: error_message; v6: topics by name or by id (unknown ids get UNKNOWN_TOPIC_ID).
 delete.topic.enable=false gets TOPIC_DELETION_DISABLED; internal topics (__consumer_offsets) get
-INVALID_TOPIC_EXCEPTION, as Kafka answers both.
+INVALID_TOPIC_EXCEPTION, as Kafka answers both. A deleted topic's partitions count against a
+controller_mutation_rate quota (KIP-599; v5+: THROTTLING_QUOTA_EXCEEDED once spent).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from logway.gateway.apis.metadata import INTERNAL_TOPICS
+from logway.gateway.throttling import take_mutations
 from logway.wire.errors import ErrorCode, KafkaError
 from logway.wire.protocol import build, response_type
 
@@ -24,15 +26,18 @@ if TYPE_CHECKING:
 API_KEY = 20
 MIN_VERSION = 1
 MAX_VERSION = 6
+STRICT_QUOTA_FROM = 5  # KIP-599: a controller_mutation_rate quota refuses topics from v5, throttles before
 
 
-def _delete(broker, name: str) -> None:
+def _delete(ctx: RequestContext, name: str) -> None:
+    broker = ctx.broker
     if not broker.config.delete_topic_enable:
         raise KafkaError("Topic deletion is disabled.", ErrorCode.topic_deletion_disabled)
     if name in INTERNAL_TOPICS:
         raise KafkaError(f"Topic {name} is an internal topic and cannot be deleted", ErrorCode.invalid_topic_exception)
     if name not in broker.logs.topics:
         raise KafkaError("This server does not host this topic-partition.", ErrorCode.unknown_topic_or_partition)
+    take_mutations(ctx, len(broker.logs.topics[name].partitions), STRICT_QUOTA_FROM)
     broker.logs.delete_topic(name)
 
 
@@ -55,7 +60,7 @@ async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTop
                 result["name"] = name
             if topic_id is None and name in broker.logs.topics:
                 result["topic_id"] = broker.logs.topics[name].topic_id
-            _delete(broker, name)
+            _delete(ctx, name)
         except KafkaError as exc:
             result.update(error_code=exc.error_code, error_message=str(exc))
         results.append(result)

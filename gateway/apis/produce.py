@@ -11,6 +11,8 @@ any other value gets INVALID_REQUIRED_ACKS. With acks=0 nothing is answered, and
 the connection, which is how Kafka tells an acks=0 producer that something went wrong.
 The request is decoded by wire.produce without copying the records (the log patches offsets into the
 received buffer and writes it out), and the response is encoded by hand there too.
+Client quotas (gateway/throttling.py): the request's size against producer_byte_rate and its time against
+request_percentage, recorded once; the answer's throttle_time_ms (v1+) says how long the connection is muted.
 Transactional batches need the request's transactional_id with TRANSACTIONAL_ID WRITE (else
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as KafkaApis.handleProduceRequest) and, as Kafka 3.6+ verifies them
 (KIP-890 part 1), a partition already added to the producer's ongoing transaction (else INVALID_TXN_STATE, from
@@ -30,6 +32,7 @@ import trio
 from logway.gateway.broker import now_ms
 from logway.gateway.group_commit import Flush
 from logway.gateway.metrics.stats import BrokerStats
+from logway.gateway.throttling import produce_throttle
 from logway.server.connection import Deferred
 from logway.server.security.request_acls import ProduceDenials, produce_denials
 from logway.storage.errors import RecordErrors, UnknownTopicOrPartition
@@ -146,7 +149,10 @@ def _denials(ctx: RequestContext, request: ProduceRequest) -> ProduceDenials | N
     """KafkaApis.handleProduceRequest's ACL checks (request_acls, by name); None without an authorizer."""
     if ctx.connection.realm.authorizer is None:
         return None
-    return produce_denials(ctx.acl, request.transactional_id, (t.name or "" for t in request.topics))
+    acl = ctx.acl
+    denials = produce_denials(acl, request.transactional_id, (t.name or "" for t in request.topics))
+    ctx.audit_denials(acl)
+    return denials
 
 
 async def _append_topic(ctx: RequestContext, request: ProduceRequest, id_denied: bool, topic: str,
@@ -247,25 +253,30 @@ async def _flush(broker, durable: list, failures: list, flush: Flush | None = No
             _count_failure(broker.stats, exc)
 
 
-def _answer_when_flushed(broker, durable: list, version: int, correlation_id: int, topics_out: list) -> Deferred:
+def _answer_when_flushed(broker, durable: list, version: int, correlation_id: int, topics_out: list,
+                         throttle_ms: int) -> Deferred:
     """The response, once the appends that must be are fsynced. Meanwhile the connection goes on with the Produce
     requests the client sent after this one, so their appends join the same fsync (server.connection.Deferred)."""
     flush = broker.group_commit.request([plog for plog, _, _ in durable])
 
     async def result() -> list:
         await _flush(broker, durable, [], flush)
-        return [encode_produce_response(version, correlation_id, topics_out)]
+        return [encode_produce_response(version, correlation_id, topics_out, throttle_ms)]
 
     return Deferred(result, lambda: flush.done)
 
 
 async def _respond(ctx: RequestContext, acks: int, topics_out: list, failures: list, durable: list) -> list | None:
     """The answer: once the appends that must be are fsynced (``durable``), none with acks=0, where a failed
-    append closes the connection instead: how Kafka tells an acks=0 producer that something went wrong."""
+    append closes the connection instead: how Kafka tells an acks=0 producer that something went wrong. With
+    client quotas, the request is recorded once here and the answer carries its throttle time (the connection is
+    muted for it, acks=0 too: KafkaApis.handleProduceRequest)."""
     version, correlation_id = ctx.header.api_version, ctx.header.correlation_id
+    quotas = ctx.broker.quotas
+    throttle_ms = produce_throttle(ctx, acks) if quotas.produce.enabled or quotas.request.enabled else 0
     if durable:
         if acks != 0:
-            return [_answer_when_flushed(ctx.broker, durable, version, correlation_id, topics_out)]
+            return [_answer_when_flushed(ctx.broker, durable, version, correlation_id, topics_out, throttle_ms)]
         await ctx.connection.send_held()  # the responses held for pipelined requests need no fsync
         await _flush(ctx.broker, durable, failures)
     if acks == 0:
@@ -273,4 +284,4 @@ async def _respond(ctx: RequestContext, acks: int, topics_out: list, failures: l
             name, index, exc = failures[0]
             raise MalformedRequest(f"acks=0 produce to {name}-{index} failed: {exc}")
         return None
-    return [encode_produce_response(version, correlation_id, topics_out)]
+    return [encode_produce_response(version, correlation_id, topics_out, throttle_ms)]

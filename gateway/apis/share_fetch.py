@@ -11,11 +11,19 @@ INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_LIMIT_REACHED. Per partition: UNKNOWN
 UNKNOWN_TOPIC_OR_PARTITION, INVALID_RECORD_STATE (an acknowledgement of a record the member does not hold).
 GROUP READ is dispatch's shared check; TOPIC READ is checked here once the topic ids have names (a denied
 topic's partitions answer TOPIC_AUTHORIZATION_FAILED, records and acknowledgements alike).
+
+Client quotas as Kafka 4.3's processShareFetchResponse applies them: max_bytes capped at what the member's
+consumer_byte_rate allows over the quota's windows, the answer's records counted against it and the request's time
+against request_percentage, the longer throttle in throttle_time_ms and the connection muted for it (KIP-219).
+Kafka answers a throttled ShareFetch without its records, which stay acquired by the member until their lock runs
+out (a delivery spent); Logway answers with them, and the mute holds the member to its rate all the same
+(compat_tests/KAFKA_DIFFERENCES.md).
 """
 
 from __future__ import annotations
 
 from logway.gateway.share_sessions import SessionError
+from logway.gateway.throttling import fetch_max_bytes, fetch_throttle
 from logway.server.security.acl_decisions import may
 from logway.server.security.authorizer import Operation
 from logway.wire.errors import ErrorCode
@@ -78,19 +86,29 @@ async def handle(ctx, request):
         answers = await shares.fetch(
             request.group_id, request.member_id, request.share_session_epoch, partitions, forget,
             acks_of(request.topics), max_wait_ms=0 if renew else int(request.max_wait.total_seconds() * 1000),
-            max_bytes=0 if renew else request.max_bytes, max_records=0 if renew else request.max_records,
+            max_bytes=0 if renew else fetch_max_bytes(ctx, request.max_bytes),
+            max_records=0 if renew else request.max_records,
             denied=denied_topic_ids(ctx, [t.topic_id for t in request.topics]), connection=ctx.connection)
     except SessionError as exc:
         return error_response(ctx, exc.code, str(exc))
+    return _answer(ctx, request.group_id, answers)
+
+
+def _answer(ctx, group_id: str, answers: dict):
+    """The ShareFetch answer of ``answers``, with the throttle time the client quotas give it."""
     node = {"leader_id": ctx.broker.node_id, "leader_epoch": 0}
     by_topic: dict = {}
+    size = 0
     for (topic_id, partition), a in answers.items():
+        size += len(a.records)
         by_topic.setdefault(topic_id, []).append({
             "partition_index": partition, "error_code": a.error, "acknowledge_error_code": a.ack_error or 0,
             "current_leader": node, "records": bytes(a.records),  # never null from v1 on
             "acquired_records": [{"first_offset": f, "last_offset": last, "delivery_count": c}
                                  for f, last, c in a.acquired]})
+    delay = fetch_throttle(ctx, size, delivered=True)  # (0 at once while no such quota was ever set)
+    ctx.quotas_applied = True
     return build(response_type(API_KEY, ctx.version), {
-        "throttle_time": 0, "error_code": ErrorCode.none,
-        "acquisition_lock_timeout": shares.limits(request.group_id).lock_duration_ms,
+        "throttle_time": delay, "error_code": ErrorCode.none,
+        "acquisition_lock_timeout": ctx.broker.shares.limits(group_id).lock_duration_ms,
         "responses": [{"topic_id": t, "partitions": parts} for t, parts in by_topic.items()]})

@@ -10,7 +10,8 @@ lowercaseOutputName) maps them: ``kafka.server<type=BrokerTopicMetrics, name=Byt
 becomes ``kafka_server_brokertopicmetrics_bytesin_total{topic="t"}`` (and without the topic label, the broker's
 total), ``kafka.log<type=Log, name=LogEndOffset, topic=t, partition=0><>Value`` becomes
 ``kafka_log_log_logendoffset{topic="t",partition="0"}``, and the request-time histograms become a summary with
-Kafka's percentiles as ``quantile`` labels. Consumer lag uses kafka_exporter's names (``kafka_consumergroup_lag``).
+Kafka's percentiles as ``quantile`` labels. Consumer lag uses kafka_exporter's names (``kafka_consumergroup_lag``);
+client quotas the exporter's quota rules (``kafka_server_quota_byte_rate{resource="Produce",clientId="c"}``).
 What Kafka has no metric for is named ``logway_*``.
 """
 
@@ -29,7 +30,10 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.utils import floatToGoString
 
+from logway.gateway.throttling import monotonic_ms
+from logway.server.audit_writer import AuditLog, audit_families
 from logway.server.metrics_http import serve_scrapes
+from logway.server.quota_metrics import QuotaRow, quota_families, quota_rows
 from logway.server.stats import LATENCY_BOUNDS_MS, request_label
 
 if TYPE_CHECKING:
@@ -77,6 +81,8 @@ class Snapshot:
     cleaner: tuple[int, int, int, int]  # runs, failures, segments cleaned, bytes removed
     retention_runs: int
     groups: list[GroupRow] = field(default_factory=list)
+    audit: list[Metric] = field(default_factory=list)  # the audit log's counters (audit.log.file)
+    quotas: list[QuotaRow] = field(default_factory=list)  # client quota budgets (server/quota_metrics.py)
 
 
 @dataclass
@@ -174,6 +180,8 @@ def take_snapshot(broker: Broker) -> Snapshot:
                  stats.compaction_bytes_removed),
         retention_runs=stats.retention_runs,
         groups=groups,
+        audit=audit_families([({}, broker.audit)]) if isinstance(broker.audit, AuditLog) else [],
+        quotas=quota_rows(broker.quotas, monotonic_ms()),
     )
 
 
@@ -196,6 +204,8 @@ class BrokerCollector:
         yield from self._socket_metrics()
         yield from self._group_metrics()
         yield from self._storage_metrics()
+        yield from self.snapshot.audit
+        yield from quota_families(self.snapshot.quotas)
 
     def tables(self) -> list[Table]:
         """The per-partition families (kafka.log Log) and the per committed offset ones (kafka_exporter's)."""

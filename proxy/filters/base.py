@@ -11,7 +11,10 @@ a large Fetch response or Produce request is streamed, its record data spliced s
 
 A filter that must answer without the upstream (a tenant naming another tenant's topic, a denied ACL) raises
 ``Answer`` with a complete kio response object; the filters before it in the chain that declared that response
-see the answer in their ``on_response``.
+see the answer in their ``on_response``. One that must close the client connection instead (fault injection)
+raises ``Disconnect``; one that holds requests back (fault injection's latency) declares ``delays`` and says
+for how long in ``request_delay``: the session waits that long before forwarding or answering the request
+(that connection only: its later requests wait behind it, as behind a slow broker, and no other does).
 
 Bytes-level hooks, for what must not cost a decode: ``wants_request`` (a cheap look at a declared request's
 bytes before decoding it: a filter of some topics lets the others' requests pass as bytes), ``must_decode`` (a
@@ -52,6 +55,7 @@ class ClientInfo:
 
     principal: str = "User:ANONYMOUS"
     host: str = ""
+    address: str = ""  # host:port, as the audit log names the client
     client_id: str | None = None
     listener: str = ""
     topic_prefix: str = ""  # the virtual cluster's, when the connection is a tenant's ("" otherwise)
@@ -84,6 +88,16 @@ class Answer(Exception):  # noqa: N818 - it is an answer, not an error
         self.response = response
 
 
+class Disconnect(Exception):  # noqa: N818 - an instruction to the session, not an error
+    """Raised by ``on_request``: do not forward the request; close the client connection (the client sees a
+    network error and retries), or with ``silent``, stop forwarding and answering anything on it, as a network
+    that drops every packet, until the client gives up on it (request.timeout.ms) and closes it."""
+
+    def __init__(self, silent: bool = False) -> None:
+        super().__init__("connection dropped by a proxy filter" if silent else "connection closed by a proxy filter")
+        self.silent = silent
+
+
 def within(ranges: Ranges, api_key: int, api_version: int) -> bool:
     """Whether ``ranges`` declares this API key and version."""
     bounds = ranges.get(api_key)
@@ -99,6 +113,8 @@ class Filter:
     """The responses this filter may need decoded (``on_response``)."""
     observes = False
     """Whether ``on_frame`` sees every frame forwarded between the client and the upstream."""
+    delays = False
+    """Whether ``request_delay`` may hold requests back."""
     response_heads: Ranges = {}
     """The responses whose first bytes ``on_response_head`` reads, whole or streamed, before any reach the client."""
     inspects = False
@@ -130,6 +146,12 @@ class Filter:
     def on_request(self, client: ClientInfo, api_key: int, api_version: int, request: Any) -> Any:
         """Return the request to forward (the same object, changed, or a new one), or raise ``Answer``."""
         return request
+
+    def request_delay(self) -> float:
+        """Asked (of filters that declare ``delays``) after ``on_request`` saw a request, whether it returned or
+        raised: seconds to hold that request back before it is forwarded or answered. Takes the value: the next
+        request starts from none."""
+        return 0.0
 
     def needs_response(self, api_key: int, api_version: int, request: Any) -> bool:
         """After ``on_request`` returned ``request``: whether this request's response must be decoded for this

@@ -189,9 +189,9 @@ def _uncreatable(request: Any, acl: Acl) -> list[str]:
     """The named topics auto-creation would need CREATE for and the principal lacks (CLUSTER CREATE or TOPIC
     CREATE on each, as Kafka checks)."""
     if (not getattr(request, "allow_auto_topic_creation", True) or (acl.local is not None and not acl.local.auto_create)
-            or acl.cluster(Operation.CREATE)):
+            or acl.cluster(Operation.CREATE, probe=True)):
         return []
-    creatable = may(acl, Operation.CREATE)
+    creatable = may(acl, Operation.CREATE, probe=True)  # (asked of existing topics too: not a denial)
     return [t.name for t in request.topics if t.name is not None and not creatable(t.name)]
 
 
@@ -371,7 +371,7 @@ def _consumer_group_describe(k: int, v: int, request: Any, acl: Acl) -> Decision
 
 
 def _list_groups(k: int, v: int, request: Any, acl: Acl) -> Decision:
-    if acl.cluster(Operation.DESCRIBE):
+    if acl.cluster(Operation.DESCRIBE, probe=True):
         return Decision(AS_IS)
     return Decision(request, finish=filter_list(
         "groups", lambda g: acl.allowed(Operation.DESCRIBE, ResourceType.GROUP, g.group_id)))
@@ -386,7 +386,9 @@ def _init_producer_id(k: int, v: int, request: Any, acl: Acl) -> Decision:
     if request.transactional_id is not None:
         allowed = acl.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
         return single(k, v, allowed, TXN_DENIED)
-    allowed = acl.cluster(Operation.IDEMPOTENT_WRITE) or acl.any_allowed(Operation.WRITE, ResourceType.TOPIC)
+    allowed = acl.cluster(Operation.IDEMPOTENT_WRITE, probe=True) or acl.any_allowed(Operation.WRITE, ResourceType.TOPIC)
+    if not allowed:
+        acl.deny(Operation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME)
     return single(k, v, allowed, CLUSTER_DENIED)
 
 
@@ -453,12 +455,12 @@ def _list_transactions(k: int, v: int, request: Any, acl: Acl) -> Decision:
 
 
 def _create_topics(k: int, v: int, request: Any, acl: Acl) -> Decision:
-    cluster_create = acl.cluster(Operation.CREATE)
+    cluster_create = acl.cluster(Operation.CREATE, probe=True)
     decision = split(k, v, request, "topics",
                       lambda t: cluster_create or acl.allowed(Operation.CREATE, ResourceType.TOPIC, t.name),
                       lambda t: {"name": t.name, "error_code": TOPIC_DENIED, "error_message": "Authorization failed.",
                                  "topic_config_error_code": TOPIC_DENIED if not acl.allowed(
-                                     Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name) else 0,
+                                     Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name, probe=True) else 0,
                                  "topic_id": None, "num_partitions": -1, "replication_factor": -1,
                                  "configs": None}, "topics")
     if decision.request is None or v < 5:

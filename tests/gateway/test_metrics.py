@@ -6,6 +6,7 @@ exporter names) and kafka_exporter (lag) would show: traffic, offsets, requests 
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import subprocess
@@ -22,6 +23,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.structs import OffsetAndMetadata
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
+from raw_requests import exchange
 
 from logway.gateway.metrics.collector import BrokerCollector, GroupRow, Snapshot, _quantile, render
 from logway.server.stats import LATENCY_BOUNDS_MS
@@ -187,6 +189,31 @@ def test_traffic_offsets_requests_and_group_lag(metered):
         assert value(after, "kafka_network_requestmetrics_totaltimems_count", request=request) == count
         assert value(after, "logway_request_duration_seconds_count", request=request) == count
         assert value(after, "kafka_network_requestmetrics_totaltimems", request=request, quantile="0.99") > 0
+
+
+def test_client_quota_metrics_show_each_budgets_rate_and_throttle_time(metered):
+    """Kafka's quota metrics as the JMX exporter names them: a client id's byte rate and the throttle time it was
+    given (the quota set with AlterClientQuotas), beside a client id without a quota."""
+    gw, port = metered
+    host, kafka_port = gw.bootstrap.split(":")
+    with socket.create_connection((host, int(kafka_port))) as s:
+        set_quota = {"entries": [{"entity": [{"entity_type": "client-id", "entity_name": "metered-slow"}],
+                                  "ops": [{"key": "producer_byte_rate", "value": 10240.0, "remove": False}]}],
+                     "validate_only": False}
+        assert exchange(s, 49, 1, set_quota).entries[0].error_code == 0
+    for client_id in ("metered-slow", "metered-fast"):
+        producer = KafkaProducer(bootstrap_servers=gw.bootstrap, client_id=client_id, linger_ms=5)
+        for _ in range(11):  # 11 x 10 KiB: more than a fresh client may send at once (10 windows of the quota)
+            producer.send(TOPIC + "-quota", b"q" * 10240)
+        producer.flush()
+        producer.close()
+    after = scrape(port)
+    slow = {"resource": "Produce", "clientId": "metered-slow"}
+    assert value(after, "kafka_server_quota_byte_rate", **slow) > 0
+    assert value(after, "kafka_server_quota_throttle_time", **slow) > 0
+    fast = {"resource": "Produce", "clientId": "metered-fast"}
+    assert value(after, "kafka_server_quota_byte_rate", **fast) > 0
+    assert math.isnan(value(after, "kafka_server_quota_throttle_time", **fast))  # never throttled (Kafka: NaN)
 
 
 def test_connection_count_follows_open_connections(metered):

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
@@ -88,6 +89,28 @@ class ProxyProcess:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+
+
+@contextmanager
+def proxy_from_properties(workdir: Path, properties: str, ports: list[int]) -> Iterator[subprocess.Popen]:
+    """`logway proxy --config` with ``properties`` (written to ``workdir``), running until the block ends; waits
+    for every port in ``ports`` first."""
+    path = workdir / "proxy.properties"
+    path.write_text(properties)
+    with open(workdir / "proxy.log", "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "logway.cli", "proxy", "--config", str(path)],
+                                stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for port in ports:
+            wait_for_port(port, proc)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.fixture(scope="module")

@@ -103,3 +103,27 @@ def test_a_virtual_cluster_not_listed_is_a_warning():
     assert list(config.virtual_clusters) == ["A"]
     assert config.warnings == ["proxy.virtual.cluster.b.listener: b is not in proxy.virtual.clusters, ignored",
                                "proxy.virtual.cluster.b.topic.prefix: b is not in proxy.virtual.clusters, ignored"]
+
+
+def test_quotas_of_every_principal_and_of_a_virtual_cluster():
+    config = ProxyConfig({**_TENANTS, "proxy.quota.producer_byte_rate": "1048576",
+                          "proxy.virtual.cluster.a.quota.consumer_byte_rate": "2048",
+                          "proxy.virtual.cluster.a.quota.request_percentage": "12.5",
+                          "proxy.virtual.cluster.a.quota.shared": "true"})
+    assert (dict(config.quota.values), config.quota.shared) == ({"producer_byte_rate": 1048576.0}, False)
+    quota = config.virtual_clusters["A"].quota
+    assert (dict(quota.values), quota.shared) == ({"consumer_byte_rate": 2048.0, "request_percentage": 12.5}, True)
+    assert dict(config.virtual_clusters["B"].quota.values) == {}
+    assert config.warnings == []
+
+
+@pytest.mark.parametrize(("props", "message"), [
+    ({"proxy.quota.producer_byte_rate": "1.5"}, "producer_byte_rate cannot be a fractional value"),
+    ({"proxy.virtual.cluster.a.quota.consumer_byte_rate": "0"}, "Quota consumer_byte_rate must be greater than 0"),
+    ({"proxy.virtual.cluster.a.quota.request_percentage": "lots"}, "expected a number"),
+    ({"proxy.virtual.cluster.a.quota.shared": "yes"}, "expected true or false"),
+])
+def test_quota_errors_are_one_line(props, message):
+    with pytest.raises(ConfigError, match=message) as err:
+        ProxyConfig({**_TENANTS, **props})
+    assert "\n" not in str(err.value)

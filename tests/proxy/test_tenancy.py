@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import socket
 import struct
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 
@@ -27,14 +25,13 @@ SPAN = 12  # ports per listener: the bootstrap port, then node N on + 1 + N (nod
 @pytest.fixture(scope="module")
 def tenant_proxy(tmp_path_factory, logway_upstream) -> Iterator[tuple[dict[str, str], int]]:
     """The proxy's two tenant bootstraps, {"a": host:port, "b": host:port}, and its metrics port."""
-    from tests.proxy.conftest import _root, free_port_block, wait_for_port  # noqa: PLC0415
+    from tests.proxy.conftest import _root, free_port_block, proxy_from_properties  # noqa: PLC0415
 
     base = free_port_block(2 * SPAN)
     metrics_port = _root.free_port()
     workdir = tmp_path_factory.mktemp("tenant-proxy")
     ports = {"a": base, "b": base + SPAN}
-    props = workdir / "proxy.properties"
-    props.write_text(
+    properties = (
         f"listeners=TENANT_A://127.0.0.1:{ports['a']},TENANT_B://127.0.0.1:{ports['b']}\n"
         "listener.security.protocol.map=TENANT_A:PLAINTEXT,TENANT_B:PLAINTEXT\n"
         f"log.dirs={workdir / 'state'}\n"
@@ -44,22 +41,8 @@ def tenant_proxy(tmp_path_factory, logway_upstream) -> Iterator[tuple[dict[str, 
         "proxy.virtual.clusters=a,b\n"
         "proxy.virtual.cluster.a.listener=TENANT_A\nproxy.virtual.cluster.a.topic.prefix=tenant-a.\n"
         "proxy.virtual.cluster.b.listener=TENANT_B\nproxy.virtual.cluster.b.topic.prefix=tenant-b.\n")
-    log_path = workdir / "proxy.log"
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "logway.cli", "proxy", "--config", str(props)],
-                                stdout=log, stderr=subprocess.STDOUT)
-    try:
-        for port in ports.values():
-            wait_for_port(port, proc)
-            wait_for_port(port + 1 + NODE, proc)
+    with proxy_from_properties(workdir, properties, [p + skip for p in ports.values() for skip in (0, 1 + NODE)]):
         yield {name: f"127.0.0.1:{port}" for name, port in ports.items()}, metrics_port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _consume(bootstrap: str, topic: str, group: str, want: int) -> tuple[list[bytes], list[TopicPartition]]:
