@@ -177,7 +177,11 @@ def _metadata(k: int, v: int, request: Any, acl: Acl) -> Decision:
     uncreatable = frozenset(_uncreatable(served, acl)) if by_name else frozenset()
     if uncreatable and v >= 4 and acl.local is None:
         served = dataclasses.replace(served, allow_auto_topic_creation=False)
-    finish = chain(_metadata_topics(v, request, acl, listing, uncreatable, denied), _cluster_operations(request, acl))
+    # Every named topic refused: KafkaApis answers the refusals alone. The served request still goes to the
+    # handler (for its brokers), and at v0 its empty list means every topic: none of what it lists is shown.
+    only_denied = by_name and bool(denied) and not served.topics
+    finish = chain(_metadata_topics(v, request, acl, listing, uncreatable, denied, only_denied),
+                   _cluster_operations(request, acl))
     return Decision(served, finish=finish, uncreatable=uncreatable)
 
 
@@ -192,14 +196,15 @@ def _uncreatable(request: Any, acl: Acl) -> list[str]:
 
 
 def _metadata_topics(v: int, request: Any, acl: Acl, listing: bool, uncreatable: frozenset[str],
-                     denied: list[dict]) -> Callable[[Any], Any]:
-    """The served topics as the principal may see them, and the refused named ones after them."""
+                     denied: list[dict], only_denied: bool = False) -> Callable[[Any], Any]:
+    """The served topics as the principal may see them (none when ``only_denied``), and the refused named ones
+    after them."""
     describable = may(acl, Operation.DESCRIBE)
     with_operations = getattr(request, "include_topic_authorized_operations", False)
 
     def finish(response: Any) -> Any:
         topics = []
-        for t in response.topics:
+        for t in () if only_denied else response.topics:
             if t.name is not None and not describable(t.name):
                 if listing:
                     continue  # not shown

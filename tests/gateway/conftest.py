@@ -10,6 +10,8 @@ import pytest
 # suite runs with --import-mode=importlib, which puts no test folder on sys.path).
 sys.path.insert(0, str(Path(__file__).parent.parent / "wire"))
 sys.path.insert(0, str(Path(__file__).parent))
+# The adversarial sweep's helpers are imported as tests.gateway.* (shared with tests/proxy): the repository root.
+sys.path.insert(0, str(Path(__file__).parents[2]))
 
 _names = itertools.count()
 

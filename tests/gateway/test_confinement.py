@@ -90,3 +90,13 @@ def test_another_principals_fetch_session_is_not_there(broker):
         exchange(mallory, 1, 16, {**fetch, "session_id": session, "session_epoch": -1, "topics": []})  # "close" it
         going_on = exchange(alice, 1, 16, {**fetch, "session_id": session, "session_epoch": 1, "topics": []})
         assert (going_on.error_code, going_on.session_id) == (ErrorCode.none, session)
+
+
+def test_metadata_v0_naming_only_refused_topics_lists_nothing_else(broker):
+    """Metadata v0's empty topic list means every topic: a v0 request whose every named topic is refused is
+    answered with the refusals alone (KafkaApis), not with the cluster's topic names (found by the adversarial
+    sweep, tests/gateway/test_adversarial.py)."""
+    broker.broker.logs.create_topic("alices-only", 1)
+    with _client(broker, "mallory") as mallory:
+        answer = exchange(mallory, 3, 0, {"topics": [{"name": "alices-only"}]})
+    assert [(t.name, t.error_code) for t in answer.topics] == [("alices-only", ErrorCode.topic_authorization_failed)]
