@@ -13,7 +13,7 @@ import pyspark.sql.functions as F
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from conftest import GatewayProcess
+from compat_tests.gateway_process import GatewayProcess
 from logway.spark.source import FORMAT
 
 FORMATS = ["kafka", FORMAT]
