@@ -23,10 +23,16 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/logway serve --listeners PLAINTEXT://127.0.0.1:9092 --advertised-listeners PLAINTEXT://127.0.0.1:9092 --log-dirs ./data
 
+# The suite in TEST_WORKERS pytest-xdist workers (most of a test's time is waiting on a process, a JVM or a
+# rebalance, not CPU, so more workers than cores pay off): a module per worker at a time, the modules sharing a
+# JVM (Spark, Apache Kafka) or the image builds on one (conftest.py). A failed test runs once more (--reruns 1)
+# and, if it then passes, is named at the end as flaky.
+TEST_WORKERS ?= 4
+PYTEST_ARGS ?=
 test: $(STAMP)
 	bash compat_tests/setup.sh $(VENV)
 	$(BIN)/ruff check .
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --reruns 1 $(PYTEST_ARGS)
 
 # The fault tests at length: KILLS SIGKILLs under load (100 by default; `make test` runs 10), LOGWAY_KILL_SEED
 # replays one; then the power-loss tests: a power loss before every file operation of the storage workload

@@ -44,3 +44,86 @@ def gateway_process(tmp_path: Path) -> Iterator[GatewayProcess]:
         yield gw
     finally:
         gw.stop("KILL")
+
+
+# --- `make test` in parallel: pytest-xdist, whole modules per worker, the longest first --------------------------
+# A module runs on one worker (its module fixtures are started once), and so does every module that uses one of
+# these session fixtures, each a process that costs a JVM start or an image build (a second worker would start a
+# second one); the packaging tests join the image builds, which build from the same tree (setuptools writes
+# build/ and *.egg-info there).
+SHARED_SESSION_FIXTURES = {"kafka": "apache-kafka", "spark_session": "spark", "podman": "image-builds"}
+MODULE_GROUPS = {"tests/packaging/test_wheel.py": "image-builds"}
+# Groups in the order workers take them: the longest first (seconds in a serial run of main at load average 8-17),
+# so that none starts last; the other modules follow in collection order.
+LONGEST_FIRST = ("spark",                               # 292 s: one SparkSession (local[2]) for tests/spark
+                 "compat_tests/test_proxy_matrix.py",   # 187 s: 9 client-matrix shards at once
+                 "image-builds",                        # 121 s: podman builds, the wheel and sdist
+                 "compat_tests/kafka/test_tools.py",    # 110 s: a JVM per Kafka tool run
+                 "tests/gateway/test_security_clients.py",  # 97 s: Java, kcat and Python clients on 8 listeners
+                 "apache-kafka",                        # 65 s: Kafka 4.3.1 for the conformance cases
+                 "compat_tests/kafka/test_security_tools.py",  # 51 s
+                 "tests/proxy/test_kafka_cluster_upstream.py",  # 41 s
+                 "tests/wire/test_request_check.py",    # 39 s
+                 "compat_tests/test_consumer_group_processes.py",  # 33 s
+                 "compat_tests/kafka/test_import_logdir.py",  # 32 s
+                 "tests/gateway/test_transactions.py")  # 32 s
+
+
+def _group_of_modules(items: list[pytest.Item]) -> dict[str, str]:
+    groups: dict[str, str] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        shared = next((SHARED_SESSION_FIXTURES[f] for f in item.fixturenames if f in SHARED_SESSION_FIXTURES), None)
+        if shared or module not in groups:
+            groups[module] = shared or MODULE_GROUPS.get(module, module)
+    return groups
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under `--dist loadgroup`: each module's group as its xdist_group mark (read by xdist's own hook, which
+    runs after this one), and the items ordered so the longest groups are handed out first."""
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        return
+    groups = _group_of_modules(items)
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid.split("::", 1)[0]]))
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(groups[item.nodeid.split("::", 1)[0]], len(rank)))  # stable
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN201 - xdist's scheduler protocol
+    """xdist's loadgroup scheduler, except that a worker is given its next group only when one test of its
+    current group is left (xdist's own waits for two or fewer), so a long group of two tests (the proxy
+    matrix) does not keep another group queued behind it while other workers are idle."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class OneGroupAhead(LoadGroupScheduling):
+        def _reschedule(self, node) -> None:  # noqa: ANN001
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work[node]) <= 1:
+                self._assign_work_unit(node)
+
+    return OneGroupAhead(config, log)
+
+
+# --- The flaky-test guard: `make test` runs a failed test once more (pytest-rerunfailures, --reruns 1) --------
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:  # noqa: ARG001
+    """Name every test that failed and then passed on its retry (a flaky test, which `make test` must not have),
+    with how its first attempt failed."""
+    failures = {report.nodeid: report for report in terminalreporter.stats.get("rerun", [])}
+    if not failures:
+        return
+    passed = {report.nodeid for report in terminalreporter.stats.get("passed", []) if report.when == "call"}
+    flaky = sorted(set(failures) & passed)
+    terminalreporter.write_sep("=", f"{len(flaky)} test(s) passed only on retry (flaky)", red=True, bold=True)
+    for nodeid in flaky:
+        crash = getattr(failures[nodeid].longrepr, "reprcrash", None)
+        first = crash.message if crash is not None else str(failures[nodeid].longrepr)
+        terminalreporter.write_line(f"FLAKY {nodeid} ({failures[nodeid].when}): {first[:1500]}")
