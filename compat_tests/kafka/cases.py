@@ -224,7 +224,7 @@ def produce_too_large(side: Side, v: int, topic: str) -> Steps:
 
 
 def _producer_id(side: Side) -> tuple[int, int]:
-    resp = side.call(22, 1, {"transactional_id": None, "transaction_timeout": 60_000})
+    resp = _txn_call(side, 22, 1, {"transactional_id": None, "transaction_timeout": 60_000})
     return resp.producer_id, resp.producer_epoch
 
 
@@ -1018,8 +1018,10 @@ def offset_delete(side: Side, v: int, topic: str) -> Steps:
 
 @case(22, "idempotent producer id")
 def init_producer_id(side: Side, v: int, topic: str) -> Steps:
-    return {"init": side.call(22, v, {"transactional_id": None, "transaction_timeout": 60_000,
-                                      "producer_id": -1, "producer_epoch": -1})}
+    # Retried on COORDINATOR_LOAD_IN_PROGRESS as clients do: Kafka answers it while its next block of producer ids
+    # is on its way from the controller (RPCProducerIdManager), which a loaded machine makes last.
+    return {"init": _txn_call(side, 22, v, {"transactional_id": None, "transaction_timeout": 60_000,
+                                            "producer_id": -1, "producer_epoch": -1})}
 
 
 @case(23, "epochs of a new topic")
@@ -1222,8 +1224,7 @@ _TXN_RETRIABLE = {"coordinator_not_available", "coordinator_load_in_progress", "
 
 
 def _txn_call(side: Side, api_key: int, v: int, fields: dict, error=lambda r: r.error_code) -> Any:
-    import time
-
+    """One call, repeated (for up to 30 s) while it answers an error a client retries."""
     deadline = time.monotonic() + 30
     while True:
         resp = side.call(api_key, v, fields)
@@ -1345,7 +1346,8 @@ def offset_fetch_require_stable(side: Side, v: int, topic: str) -> Steps:
             return side.call(9, v, {"groups": [{"group_id": group, "topics": wanted}], "require_stable": stable})
         return side.call(9, v, {"group_id": group, "topics": wanted, "require_stable": stable})
 
-    steps = {"open, require_stable": fetch(True), "open, not stable": fetch(False), "open, every partition": fetch(True, None)}
+    steps = {"open, require_stable": fetch(True), "open, not stable": fetch(False),
+             "open, every partition": fetch(True, None)}
     # The restarted instance: InitProducerId with the same transactional id aborts the open transaction; once it
     # answers (CONCURRENT_TRANSACTIONS is retried, as clients do), the offsets are stable again.
     steps["fenced"] = _txn_init(side, topic)
