@@ -49,14 +49,18 @@ def gateway_process(tmp_path: Path) -> Iterator[GatewayProcess]:
 # --- `make test` in parallel: pytest-xdist, whole modules per worker, the longest first --------------------------
 # A module runs on one worker (its module fixtures are started once), and so does every module that uses one of
 # these session fixtures, each a process that costs a JVM start or an image build (a second worker would start a
-# second one); the packaging tests join the image builds, which build from the same tree (setuptools writes
-# build/ and *.egg-info there).
+# second one). MODULE_GROUPS comes first: the Spark tests are two groups of about 2 minutes each (a SparkSession
+# each), and the packaging tests join the image builds, which build from the same tree (setuptools writes build/
+# and *.egg-info there).
 SHARED_SESSION_FIXTURES = {"kafka": "apache-kafka", "spark_session": "spark", "podman": "image-builds"}
-MODULE_GROUPS = {"tests/packaging/test_wheel.py": "image-builds"}
+MODULE_GROUPS = {"tests/packaging/test_wheel.py": "image-builds",
+                 **{f"tests/spark/test_spark_{name}.py": "spark-streaming"
+                    for name in ("streaming", "sink", "latency", "read_committed")}}
 # Groups in the order workers take them: the longest first (seconds in a serial run of main at load average 8-17),
 # so that none starts last; the other modules follow in collection order.
-LONGEST_FIRST = ("spark",                               # 292 s: one SparkSession (local[2]) for tests/spark
-                 "compat_tests/test_proxy_matrix.py",   # 187 s: 9 client-matrix shards at once
+LONGEST_FIRST = ("compat_tests/test_proxy_matrix.py",   # 187 s: 9 client-matrix shards at once
+                 "spark",                               # 172 s and a SparkSession (local[2]): batch, pipeline
+                 "spark-streaming",                     # 119 s and another: streaming, sink
                  "image-builds",                        # 121 s: podman builds, the wheel and sdist
                  "compat_tests/kafka/test_tools.py",    # 110 s: a JVM per Kafka tool run
                  "tests/gateway/test_security_clients.py",  # 97 s: Java, kcat and Python clients on 8 listeners
@@ -74,8 +78,10 @@ def _group_of_modules(items: list[pytest.Item]) -> dict[str, str]:
     for item in items:
         module = item.nodeid.split("::", 1)[0]
         shared = next((SHARED_SESSION_FIXTURES[f] for f in item.fixturenames if f in SHARED_SESSION_FIXTURES), None)
-        if shared or module not in groups:
-            groups[module] = shared or MODULE_GROUPS.get(module, module)
+        if module in MODULE_GROUPS:
+            groups[module] = MODULE_GROUPS[module]
+        elif shared or module not in groups:
+            groups[module] = shared or module
     return groups
 
 
