@@ -5,7 +5,14 @@ each beside the upstream broker it fronts, in alternated rounds (the order rotat
 - Tansu broker (memory engine): direct, through `tansu proxy`, and through `logway proxy` (same Tansu process),
   so the two proxies are compared on the same upstream.
 
-    python -m bench.proxy [--rounds N] [--count N] [--size BYTES] [--upstreams logway,tansu] [--latest]
+    python -m bench.proxy [--rounds N] [--count N] [--size BYTES] [--upstreams logway,tansu] [--metrics] [--latest]
+
+``--metrics`` adds `logway proxy` with metrics.port set (its per-client metrics served) in front of the same Logway.
+``--encryption`` adds `logway proxy` with the record-encryption filter (file KMS) in front of the same Logway, twice:
+encrypting every topic, and configured for topics the load never names (the cost of the filter's bytes-only look).
+``--raw`` replaces the librdkafka load by a plain socket sending pre-built Produce requests (--count of them, 4
+partitions x --raw-kb KB record sets each, 4 in flight) and Fetch v16 requests for the same bytes, Logway upstream
+only: the client costs next to nothing, so the proxy's CPU-s/GB is steadier on a shared machine.
 
 `make bench` runs it after bench.tls; `--latest` replaces the "## Proxy" section of bench/LATEST.md with the
 table. A proxy's CPU is read like a broker's (LoadRun.broker_cpu_s is the proxy process's alone).
@@ -18,22 +25,27 @@ import logging
 import os
 import re
 import signal
+import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench.admin import create_topic, wait_high_watermark
 from bench.driver import run_load
 from bench.latest import LATEST, write_section
 from bench.peer import TANSU_VERSION, tansu_binary
-from bench.procs import Broker, Logway, Tansu, free_port_block, scratch_dir
+from bench.procs import Broker, Logway, Tansu, free_port, free_port_block, recv_exact, scratch_dir
 from bench.profile import py_spy, summarize
 from bench.report import git_revision, machine
+from logway.wire.protocol import build, encode_body, entity_reader, request_type, response_type
+from logway.wire.records import build_batch
 
 log = logging.getLogger("bench.proxy")
 METRICS = (("produce_mb_s", "produce MB/s"), ("consume_mb_s", "consume MB/s"),
@@ -43,6 +55,10 @@ METRICS = (("produce_mb_s", "produce MB/s"), ("consume_mb_s", "consume MB/s"),
 
 # The node id each upstream kind reports (Logway's node.id default; Tansu's fixed id).
 NODE_IDS = {"logway": 1, "tansu": 111, "kafka": 1}
+METERED = "logway proxy +metrics -> Logway"
+ENCRYPTING = "logway proxy +encryption -> Logway"
+ENCRYPTING_OTHERS = "logway proxy +encryption (other topics) -> Logway"
+PLAIN = "logway proxy -> Logway"
 
 
 class LogwayProxy(Broker):
@@ -51,18 +67,25 @@ class LogwayProxy(Broker):
 
     name = "logway-proxy"
 
-    def __init__(self, workdir: Path, upstream: Broker) -> None:
+    def __init__(self, workdir: Path, upstream: Broker, metrics: bool = False, encrypt: str | None = None) -> None:
         super().__init__(workdir)
         self.upstream = upstream
         self.node_id = NODE_IDS.get(upstream.name, 1)
         self.port = free_port_block(2)
+        self.metrics_port = free_port() if metrics else None  # per-client metrics served (metrics.port)
+        self.encrypt = encrypt  # the record-encryption filter's topics regex, if any
 
     def command(self) -> list[str]:
+        metrics = ["--override", f"metrics.port={self.metrics_port}"] if self.metrics_port else []
+        if self.encrypt is not None:
+            metrics += [arg for setting in ("proxy.filters=enc", "proxy.filter.enc.type=record-encryption",
+                                            f"proxy.filter.enc.topics={self.encrypt}")
+                        for arg in ("--override", setting)]
         return [sys.executable, "-m", "logway.cli", "proxy", "--upstream-bootstrap-servers",
                 self.upstream.bootstrap, "--listeners", f"PLAINTEXT://127.0.0.1:{self.port}",
                 "--override", f"log.dirs={self.workdir / 'state'}",
                 "--override", f"proxy.node.id.range={self.node_id}-{self.node_id}",
-                "--override", f"proxy.broker.port.offset={1 - self.node_id}", "--log-level", "WARNING"]
+                "--override", f"proxy.broker.port.offset={1 - self.node_id}", *metrics, "--log-level", "WARNING"]
 
 
 class TansuProxy(Broker):
@@ -122,6 +145,91 @@ def one_round(target: Target, args: argparse.Namespace, n: int) -> dict[str, flo
             "produce_cpu_s_per_gb": produce.broker_cpu_s / (produce.total("bytes") / 1e9),
             "consume_cpu_s_per_gb": consume.broker_cpu_s / (consume.total("bytes") / 1e9),
             "errors": produce.total("errors") + consume.total("errors")}
+
+
+def _raw_frame(key: int, version: int, correlation_id: int, body: bytes) -> bytes:
+    header = struct.pack(">hhih", key, version, correlation_id, 5) + b"bench" + b"\x00"  # (flexible versions)
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+def _raw_read(sock: socket.socket) -> bytes:
+    return recv_exact(sock, struct.unpack(">i", recv_exact(sock, 4))[0])
+
+
+def _raw_topic_id(bootstrap: str, topic: str) -> uuid.UUID:
+    body = encode_body(build(request_type(3, 12), {"topics": [{"name": topic, "topic_id": uuid.UUID(int=0)}],
+                                                   "allow_auto_topic_creation": False,
+                                                   "include_topic_authorized_operations": False}))
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(_raw_frame(3, 12, 1, body))
+        answer = _raw_read(sock)  # correlation id, header tags (none), the body
+        return entity_reader(response_type(3, 12))(answer, 5)[0].topics[0].topic_id
+
+
+def raw_round(target: Target, args: argparse.Namespace, n: int) -> dict[str, float]:
+    """--raw: ``args.count`` Produce v9 requests of 4 record sets (one batch of ``args.raw_kb`` 1 KB records each)
+    to node 1 through ``target``, then Fetch v16 requests reading the same bytes back; MB/s and the target
+    process's CPU-s/GB of each."""
+    topic = f"proxy-raw-{re.sub(r'[^a-z0-9]+', '-', target.label.lower()).strip('-')}-{n}"
+    create_topic(target.upstream.bootstrap, topic, 4)
+    batch = build_batch([(None, os.urandom(1024), ())] * args.raw_kb)
+    body = encode_body(build(request_type(0, 9), {
+        "transactional_id": None, "acks": 1, "timeout": timedelta(seconds=30),
+        "topic_data": [{"name": topic, "partition_data": [{"index": p, "records": batch} for p in range(4)]}]}))
+    node = target.endpoint.port + 1 if isinstance(target.endpoint, LogwayProxy) else target.endpoint.port
+    out: dict[str, float] = {"errors": 0}
+    with socket.create_connection(("127.0.0.1", node)) as sock:
+        cpu, t0, sent = target.endpoint.cpu_seconds(), time.monotonic(), 0
+        for i in range(args.count):
+            sock.sendall(_raw_frame(0, 9, i, body))
+            sent += len(body)
+            if i >= 3:
+                _raw_read(sock)  # (4 in flight)
+        for _ in range(min(args.count, 3)):
+            _raw_read(sock)
+        out |= _rates("produce", sent, time.monotonic() - t0, target.endpoint.cpu_seconds() - cpu)
+    # (asked of the target: an encrypting proxy learns the topic's id from the Metadata answers it forwards)
+    topic_id, offsets, got = _raw_topic_id(target.endpoint.bootstrap, topic), [0] * 4, 0
+    with socket.create_connection(("127.0.0.1", node)) as sock:
+        cpu, t0 = target.endpoint.cpu_seconds(), time.monotonic()
+        for i in range(args.count // 4):  # (each answer holds a record set of every partition: 4 requests' worth)
+            fetch = encode_body(build(request_type(1, 16), {
+                "max_wait": 0, "min_bytes": 1, "max_bytes": 8 << 20, "isolation_level": 0, "session_id": 0,
+                "session_epoch": -1, "rack_id": "", "topics": [{"topic_id": topic_id, "partitions": [
+                    {"partition": p, "fetch_offset": offsets[p], "partition_max_bytes": len(batch),
+                     "current_leader_epoch": -1, "last_fetched_epoch": -1, "log_start_offset": -1}
+                    for p in range(4)]}]}))
+            sock.sendall(_raw_frame(1, 16, i, fetch))
+            got += len(_raw_read(sock))
+            offsets = [offset + args.raw_kb for offset in offsets]
+        out |= _rates("consume", got, time.monotonic() - t0, target.endpoint.cpu_seconds() - cpu)
+    return out
+
+
+def _rates(what: str, nbytes: int, seconds: float, cpu: float) -> dict[str, float]:
+    return {f"{what}_mb_s": nbytes / seconds / 1e6, f"{what}_cpu_s_per_gb": cpu / (nbytes / 1e9)}
+
+
+def raw_markdown(results: dict[str, list[dict]], args: argparse.Namespace, load: tuple[str, str]) -> str:
+    """The --raw table: per-target medians (min-max), and each proxy's ratios to the proxy without metrics."""
+    keys = (("produce_mb_s", "produce MB/s"), ("consume_mb_s", "consume MB/s"),
+            ("produce_cpu_s_per_gb", "produce CPU s/GB"), ("consume_cpu_s_per_gb", "consume CPU s/GB"))
+    lines = [f"## Proxy, raw load (`python -m bench.proxy {' '.join(sys.argv[1:])}`, git {git_revision()})", "",
+             f"{args.rounds} rounds of {args.count} Produce v9 requests (4 record sets of {args.raw_kb} KB, 4 in "
+             f"flight) and the same bytes fetched back (Fetch v16, 4 partitions an answer), a plain socket as the "
+             f"client. CPU s/GB is the target process's. Load average {load[0]} at start, {load[1]} at end.", "",
+             "| target | " + " | ".join(label for _, label in keys) + " |", "|---" * (len(keys) + 1) + "|"]
+    for label, rows in results.items():
+        lines.append(f"| {label} | " + " | ".join(spread([r[k] for r in rows]) for k, _ in keys) + " |")
+    for other in (METERED, ENCRYPTING, ENCRYPTING_OTHERS):
+        if other in results:
+            lines += ["", f"{other} / {PLAIN}, per round: produce MB/s "
+                      f"{spread(ratios(results, other, PLAIN, 'produce_mb_s'))}x, consume MB/s "
+                      f"{spread(ratios(results, other, PLAIN, 'consume_mb_s'))}x, produce CPU "
+                      f"{spread(ratios(results, other, PLAIN, 'produce_cpu_s_per_gb'))}x, consume "
+                      f"CPU {spread(ratios(results, other, PLAIN, 'consume_cpu_s_per_gb'))}x."]
+    return "\n".join(lines + [""])
 
 
 def profile_round(target: Target, args: argparse.Namespace, out: Path) -> str:
@@ -191,7 +299,8 @@ def markdown(results: dict[str, list[dict]], args: argparse.Namespace, load: tup
     for label, rows in results.items():
         lines.append(f"| {label} | " + " | ".join(spread([r[k] for r in rows]) for k, _ in METRICS) + " |")
     lines += ["", "| comparison | produce | consume | p50 added ms | p99 added ms |", "|---|---|---|---|---|"]
-    pairs = [("logway proxy -> Logway", "Logway direct"), ("logway proxy -> Tansu", "Tansu direct"),
+    pairs = [("logway proxy -> Logway", "Logway direct"), (METERED, "Logway direct"),
+             (METERED, "logway proxy -> Logway"), (ENCRYPTING, PLAIN), (ENCRYPTING_OTHERS, PLAIN), ("logway proxy -> Tansu", "Tansu direct"),
              ("tansu proxy -> Tansu", "Tansu direct"), ("logway proxy -> Tansu", "tansu proxy -> Tansu")]
     for num, den in pairs:
         if num not in results or den not in results:
@@ -225,9 +334,11 @@ def markdown(results: dict[str, list[dict]], args: argparse.Namespace, load: tup
     return "\n".join(lines)
 
 
-def start_targets(upstreams: list[str], stack: list[Broker], pin: int | None = None) -> list[Target]:
-    """Start each upstream and the proxies in front of it; every process started is appended to ``stack`` (and
-    kept on CPU ``pin`` if given)."""
+def start_targets(upstreams: list[str], stack: list[Broker], pin: int | None = None,
+                  metrics: bool = False, encryption: bool = False) -> list[Target]:
+    """Start each upstream and the proxies in front of it (with ``metrics``, also a `logway proxy` serving its
+    per-client metrics in front of Logway); every process started is appended to ``stack`` (and kept on CPU
+    ``pin`` if given)."""
     targets = []
 
     def started(broker: Broker) -> Broker:
@@ -243,6 +354,12 @@ def start_targets(upstreams: list[str], stack: list[Broker], pin: int | None = N
         lw = started(Logway(scratch_dir("proxy-upstream")))
         targets += [Target("Logway direct", lw, lw),
                     Target("logway proxy -> Logway", started(LogwayProxy(scratch_dir("proxy"), lw)), lw)]
+        if metrics:
+            targets.append(Target(METERED, started(LogwayProxy(scratch_dir("proxy-m"), lw, metrics=True)), lw))
+        if encryption:
+            targets += [Target(ENCRYPTING, started(LogwayProxy(scratch_dir("proxy-e"), lw, encrypt=".*")), lw),
+                        Target(ENCRYPTING_OTHERS, started(LogwayProxy(scratch_dir("proxy-eo"), lw,
+                                                                      encrypt="not-benchmarked-.*")), lw)]
     if "tansu" in upstreams:
         binary = tansu_binary()
         tansu = started(Tansu(scratch_dir("proxy-tansu"), binary))
@@ -268,6 +385,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pin", action="store_true",
                         help="brokers and proxies on the last CPU, the load generators on the others (how much of a "
                              "proxy's cost comes out of the clients' CPU on a small machine)")
+    parser.add_argument("--metrics", action="store_true",
+                        help="also `logway proxy` with metrics.port set (per-client metrics) in front of Logway")
+    parser.add_argument("--encryption", action="store_true",
+                        help="also `logway proxy` with the record-encryption filter in front of Logway (every topic "
+                             "encrypted, and no topic matching)")
+    parser.add_argument("--raw", action="store_true",
+                        help="a plain socket's pre-built Produce and Fetch requests instead of librdkafka (Logway only)")
+    parser.add_argument("--raw-kb", type=int, default=240, help="--raw: KB per record set (4 per request)")
     parser.add_argument("--profile", action="store_true",
                         help="then one more round through logway proxy -> Logway under py-spy (pip install py-spy)")
     args = parser.parse_args(argv)
@@ -285,11 +410,15 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit("--pin needs at least 2 CPUs")
             pin = cpus[-1]
             os.sched_setaffinity(0, cpus[:-1])  # the load generators are children of this process
-        targets = start_targets(upstreams, stack, pin)
+        targets = start_targets(upstreams, stack, pin, args.metrics and "logway" in upstreams,
+                                args.encryption and "logway" in upstreams)
         results: dict[str, list[dict[str, float]]] = {t.label: [] for t in targets}
+        if args.raw:
+            targets = [t for t in targets if t.upstream.name == "logway"]
+            results = {t.label: [] for t in targets}
         for n in range(args.rounds):
             for target in targets[n % len(targets):] + targets[:n % len(targets)]:
-                result = one_round(target, args, n)
+                result = (raw_round if args.raw else one_round)(target, args, n)
                 log.info("round %d %s: %s", n, target.label, {k: round(v, 2) for k, v in result.items()})
                 results[target.label].append(result)
         if args.profile:
@@ -299,6 +428,9 @@ def main(argv: list[str] | None = None) -> int:
         for broker in reversed(stack):
             broker.cleanup()
     load1 = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    if args.raw:
+        print("\n" + raw_markdown(results, args, (load0, load1)))
+        return 0
     section = markdown(results, args, (load0, load1), (time.monotonic() - t0) / 60)
     if args.profile:
         section += "\n" + profile

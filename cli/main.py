@@ -13,7 +13,7 @@ from pathlib import Path
 
 import trio
 
-from logway.cli import health
+from logway.cli import health, kms
 from logway.cli.proxy import add_parser as add_proxy_parser
 from logway.cli.tools.commands import TOOL_COMMANDS
 from logway.cli.tools.commands import add_parsers as add_tool_parsers
@@ -59,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     users.add_argument("action", choices=("add", "delete", "list"))
     users.add_argument("--config", help="the broker's server.properties (for log.dirs)")
     users.add_argument("--log-dirs", help="the broker's log.dirs (instead of --config)")
+    users.add_argument("--virtual-cluster", metavar="NAME",
+                       help="a virtual cluster of the proxy whose --config is given: its own users")
     users.add_argument("--user", help="the user name (add, delete)")
     users.add_argument("--password", help="the password (add); read from stdin when omitted")
     users.add_argument("--mechanism", action="append", choices=sorted(MECHANISMS),
@@ -67,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     users.add_argument("--log-level", default="WARNING", type=str.upper, choices=LOG_LEVELS)
     add_tool_parsers(sub)
     health.add_parser(sub)
+    kms.add_parser(sub)
     add_proxy_parser(sub)
     return parser
 
@@ -97,11 +100,8 @@ def import_kafka_logdir(args: argparse.Namespace) -> int:
 
 def users_command(args: argparse.Namespace) -> int:
     """`logway users add|delete|list`: Kafka's kafka-configs --alter --add-config 'SCRAM-SHA-256=[...]', offline."""
-    overrides = environment_properties(os.environ)
-    if args.log_dirs:
-        overrides["log.dirs"] = args.log_dirs
-    config = BrokerConfig.load(args.config, overrides)
-    store = CredentialStore(config.log_dirs[0])
+    directory = _users_directory(args)
+    store = CredentialStore(directory)
     if args.action == "list":
         for user, mechanisms in sorted(store.users().items()):
             described = ", ".join(f"{m} (iterations={c.iterations})" for m, c in sorted(mechanisms.items()))
@@ -119,13 +119,32 @@ def users_command(args: argparse.Namespace) -> int:
     password = args.password if args.password is not None else sys.stdin.readline().rstrip("\n")
     if not password:
         raise ConfigError("users add: empty password")
-    Path(config.log_dirs[0]).mkdir(parents=True, exist_ok=True)
+    directory.mkdir(parents=True, exist_ok=True)
     for mechanism in args.mechanism or sorted(MECHANISMS):
         try:
             store.set(args.user, mechanism, password, args.iterations)
         except ValueError as exc:
             raise ConfigError(f"users add: {exc}") from None
     return 0
+
+
+def _users_directory(args: argparse.Namespace) -> Path:
+    """Where the SCRAM users live: the broker's first log dir, or a proxy's virtual cluster's own directory."""
+    overrides = environment_properties(os.environ)
+    if args.log_dirs:
+        overrides["log.dirs"] = args.log_dirs
+    if args.virtual_cluster is None:
+        return Path(BrokerConfig.load(args.config, overrides).log_dirs[0])
+    from logway.proxy.config import ProxyConfig
+
+    if args.config is None:
+        raise ConfigError("users --virtual-cluster: --config (the proxy's properties file) is required")
+    proxy = ProxyConfig.load(args.config, {k: v for k, v in overrides.items() if k == "log.dirs"})
+    clusters = {c.name: c for c in proxy.virtual_clusters.values()}
+    if args.virtual_cluster not in clusters:
+        raise ConfigError(f"users --virtual-cluster {args.virtual_cluster!r}: not in proxy.virtual.clusters "
+                          f"({', '.join(sorted(clusters)) or 'none'})")
+    return proxy.realm_dir(clusters[args.virtual_cluster])
 
 
 def config_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> BrokerConfig:
@@ -166,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_tool(args)
     if args.command == "health":
         return health.health_command(args)
+    if args.command == "kms":
+        return kms.kms_command(args)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "users":
         try:

@@ -48,6 +48,9 @@ def main(args: argparse.Namespace) -> int:
         logging.getLogger("logway.proxy").warning("%s", warning)
     try:
         trio.run(serve_proxy, config)
+    except ConfigError as exc:  # a filter's setting found wrong as it is built (an audit file it cannot open)
+        print(f"logway: configuration error: {exc}", file=sys.stderr)
+        return 2
     except StartupError as exc:
         print(f"logway: start-up error: {exc}", file=sys.stderr)
         return 1

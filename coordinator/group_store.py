@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
+from logway.coordinator.consumer_group import ConsumerGroup
+from logway.coordinator.consumer_group_store import CONSUMER_RECORD_TYPES, replay_bytes
 from logway.coordinator.group import GroupMetadata, GroupState
 from logway.coordinator.member import MemberMetadata
 from logway.coordinator.offsets_schema import (
@@ -22,7 +24,9 @@ from logway.coordinator.offsets_schema import (
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
+from logway.coordinator.record_codec import record_type as record_type_of
 from logway.coordinator.results import TopicPartition
+from logway.coordinator.share_group import SHARE_RECORD_TYPES, ShareGroup, replay_share_bytes
 
 __all__ = ["Record", "group_record", "group_tombstone", "offset_record", "offset_tombstone", "replay"]
 
@@ -75,30 +79,23 @@ def group_record(group: GroupMetadata, assignment: Mapping[str, bytes]) -> Recor
     return encode_group_metadata_key(group.group_id), encode_group_metadata_value(value)
 
 
-def replay(records: Iterable[Record], now_ms: int) -> dict[str, GroupMetadata]:
+def replay(
+    records: Iterable[Record], now_ms: int,
+) -> tuple[dict[str, GroupMetadata], dict[str, ConsumerGroup], dict[str, ShareGroup]]:
     """Rebuild the groups of one partition from its records, last record per key winning, tombstones deleting.
 
-    Like Kafka's GroupMetadataManager.loadGroupsAndOffsets: a group with members comes back Stable,
+    Like Kafka's GroupMetadataManager.loadGroupsAndOffsets: a classic group with members comes back Stable,
     one without comes back Empty, and offsets of a group with no metadata record belong to a new Empty
-    group (a simple consumer that only stores offsets).
+    group (a simple consumer that only stores offsets). KIP-848 consumer group records are replayed in log
+    order into their groups (consumer_group_store.replay), which also hold their offsets.
     """
     offsets: dict[str, dict[TopicPartition, OffsetCommitValue]] = {}
     groups: dict[str, GroupMetadataValue] = {}
+    consumer: dict[str, ConsumerGroup] = {}
+    share: dict[str, ShareGroup] = {}
     for key_bytes, value_bytes in records:
         try:
-            key = decode_key(key_bytes)
-            if isinstance(key, OffsetCommitKey):
-                group_offsets = offsets.setdefault(key.group, {})
-                tp = (key.topic, key.partition)
-                if value_bytes is None:
-                    group_offsets.pop(tp, None)
-                else:
-                    group_offsets[tp] = decode_offset_commit_value(value_bytes)
-            elif isinstance(key, GroupMetadataKey):
-                if value_bytes is None:
-                    groups.pop(key.group, None)
-                else:
-                    groups[key.group] = decode_group_metadata_value(value_bytes)
+            _replay_one(key_bytes, value_bytes, offsets, groups, consumer, share)
         except SchemaError as e:
             # Kafka fails the whole load on a bad record; skipping one keeps every other group available.
             log.warning("skipping unreadable __consumer_offsets record %r: %s", key_bytes[:64], e)
@@ -106,13 +103,40 @@ def replay(records: Iterable[Record], now_ms: int) -> dict[str, GroupMetadata]:
     for group_id, value in groups.items():
         loaded[group_id] = _group_from_value(group_id, value, now_ms)
     for group_id, group_offsets in offsets.items():
-        if not group_offsets and group_id not in loaded:
+        if not group_offsets and group_id not in loaded and group_id not in consumer:
             continue
-        group = loaded.get(group_id)
-        if group is None:
-            group = loaded[group_id] = GroupMetadata(group_id, now_ms)
-        group.offsets.update(group_offsets)
-    return loaded
+        holder = consumer.get(group_id) or loaded.get(group_id)
+        if holder is None:
+            holder = loaded[group_id] = GroupMetadata(group_id, now_ms)
+        holder.offsets.update(group_offsets)
+    return loaded, consumer, share
+
+
+def _replay_one(
+    key_bytes: bytes, value_bytes: bytes | None, offsets: dict[str, dict[TopicPartition, OffsetCommitValue]],
+    groups: dict[str, GroupMetadataValue], consumer: dict[str, ConsumerGroup], share: dict[str, ShareGroup],
+) -> None:
+    """Apply one record to the partition's state being rebuilt."""
+    record_type = record_type_of(key_bytes)
+    if record_type in CONSUMER_RECORD_TYPES:
+        replay_bytes(consumer, key_bytes, value_bytes, record_type)
+        return
+    if record_type in SHARE_RECORD_TYPES:
+        replay_share_bytes(share, key_bytes, value_bytes, record_type)
+        return
+    key = decode_key(key_bytes)
+    if isinstance(key, OffsetCommitKey):
+        group_offsets = offsets.setdefault(key.group, {})
+        tp = (key.topic, key.partition)
+        if value_bytes is None:
+            group_offsets.pop(tp, None)
+        else:
+            group_offsets[tp] = decode_offset_commit_value(value_bytes)
+    elif isinstance(key, GroupMetadataKey):
+        if value_bytes is None:
+            groups.pop(key.group, None)
+        else:
+            groups[key.group] = decode_group_metadata_value(value_bytes)
 
 
 def _group_from_value(group_id: str, value: GroupMetadataValue, now_ms: int) -> GroupMetadata:

@@ -59,6 +59,26 @@ class Membership:
         """The group left the cache: drop what the rebalance machinery keeps about it."""
         self._initial_delay.discard(group_id)
 
+    def hand_over(self, group: GroupMetadata) -> None:
+        """The group becomes a KIP-848 consumer group (Kafka's convertToConsumerGroup): waiting JoinGroup and
+        SyncGroup requests get REBALANCE_IN_PROGRESS, so their members rejoin the consumer group; timers go."""
+        for member in list(group.members.values()):
+            group.maybe_invoke_join(member, JoinGroupResult(E.rebalance_in_progress, member_id=member.member_id))
+            group.maybe_invoke_sync(member, SyncGroupResult(E.rebalance_in_progress))
+            self._timers.cancel(("heartbeat", group.group_id, member.member_id))
+        for member_id in group.pending_members:
+            self._timers.cancel(("heartbeat", group.group_id, member_id))
+        self._timers.cancel(("join", group.group_id))
+        self._timers.cancel(("sync", group.group_id))
+        self.forget(group.group_id)
+
+    def take_over(self, group: GroupMetadata, now_ms: int) -> None:
+        """A consumer group became this classic group (Kafka's convertToClassicGroup): sessions start, and a
+        rebalance makes the members rejoin under the classic protocol."""
+        for member in group.members.values():
+            self.schedule_heartbeat(group, member, now_ms)
+        self._maybe_prepare_rebalance(group, now_ms)
+
     # --- JoinGroup ---------------------------------------------------------------------------
 
     def join_group(self, request: JoinGroupRequest, *, now_ms: int, respond: Respond[JoinGroupResult]) -> None:
@@ -88,6 +108,18 @@ class Membership:
             return None, error
         if not self._config.min_session_timeout_ms <= request.session_timeout_ms <= self._config.max_session_timeout_ms:
             return None, E.invalid_session_timeout
+        if self._cache.share(request.group_id) is not None:
+            return None, E.inconsistent_group_protocol  # Kafka: the group exists but is not a consumer group
+        consumer = self._cache.consumer(request.group_id)
+        if consumer is not None:
+            # KIP-848: an empty consumer group becomes a classic group on a JoinGroup (Kafka deletes it first);
+            # a consumer group with members would take the member in with the classic protocol, which Logway does
+            # not do yet: Kafka's answer when group.consumer.migration.policy=disabled.
+            if not consumer.is_empty():
+                return None, E.inconsistent_group_protocol
+            error = self._cache.replace_consumer(consumer, now_ms)
+            if error != E.none:
+                return None, error
         if self._cache.get(request.group_id) is None and request.member_id != "":
             return None, E.unknown_member_id
         return self._cache.get_or_create(request.group_id, now_ms), E.none

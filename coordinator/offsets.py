@@ -9,9 +9,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from logway.coordinator.consumer_group import ConsumerGroup
+from logway.coordinator.consumer_group_store import group_tombstones
 from logway.coordinator.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from logway.coordinator.group import GroupMetadata, GroupState
-from logway.coordinator.group_cache import GroupCache
+from logway.coordinator.group_cache import AnyGroup, GroupCache
 from logway.coordinator.group_config import GroupConfig
 from logway.coordinator.group_store import Record, group_tombstone, offset_record, offset_tombstone
 from logway.coordinator.membership import Membership, validate_current_member, validate_member_generation
@@ -31,6 +33,8 @@ from logway.coordinator.results import (
     Respond,
     TopicPartition,
 )
+from logway.coordinator.share_group import ShareGroup
+from logway.coordinator.topics_image import TopicsImage, TopicsSnapshot
 from logway.wire.errors import ErrorCode
 
 __all__ = ["DEFAULT_RETENTION_TIME", "Offsets", "PendingTxnOffsets", "remove_all_offsets"]
@@ -41,17 +45,19 @@ E = ErrorCode
 # OffsetCommit's retention_time_ms default: use the broker's retention.
 DEFAULT_RETENTION_TIME = -1
 
-OffsetRemover = Callable[[GroupMetadata], list[TopicPartition]]
+OffsetRemover = Callable[[AnyGroup], list[TopicPartition]]
 """Removes some of a group's offsets from the cache and returns which (for ``cleanup_groups``)."""
 
 
 class Offsets:
     """Committed offsets of the groups in a ``GroupCache``; a member's commit also keeps its session alive."""
 
-    def __init__(self, cache: GroupCache, membership: Membership, config: GroupConfig) -> None:
+    def __init__(self, cache: GroupCache, membership: Membership, config: GroupConfig,
+                 topics: TopicsImage | None = None) -> None:
         self._cache = cache
         self._membership = membership
         self._config = config
+        self._topics = topics or TopicsSnapshot()
         self._pending_txn = PendingTxnOffsets()
 
     def load_pending_txn(self, pending: Mapping[int, Iterable[Record]]) -> None:
@@ -69,6 +75,7 @@ class Offsets:
         offsets: Sequence[CommitOffset],
         *,
         retention_time_ms: int = DEFAULT_RETENTION_TIME,
+        api_version: int = 9,
         now_ms: int,
         respond: Respond[OffsetCommitResult],
     ) -> None:
@@ -76,27 +83,66 @@ class Offsets:
 
         ``retention_time_ms`` is v2-v4's field; anything but -1 stores an explicit expire timestamp.
         The gateway answers UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist before calling this.
+        For a KIP-848 consumer group the generation is the member epoch (v9+, Kafka's ConsumerGroup checks).
         """
-        group, error = self._group_to_commit(group_id, generation_id, member_id, group_instance_id, now_ms)
+        expire = None if retention_time_ms == DEFAULT_RETENTION_TIME else now_ms + retention_time_ms
+        if self._cache.share(group_id) is not None:
+            respond(_all_failed(offsets, E.group_id_not_found))  # Kafka: a share group commits no offsets
+            return
+        consumer = self._cache.consumer(group_id)
+        if consumer is not None and self._cache.validate_group_status(group_id) is None:
+            respond(self._commit_to_consumer_group(consumer, (generation_id, member_id, group_instance_id), offsets,
+                                                   api_version, expire, now_ms))
+            return
+        group, error = self._group_to_commit(group_id, generation_id, member_id, group_instance_id, now_ms,
+                                             api_version)
         if error is not None:
             respond(_all_failed(offsets, error))
             return
         if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
             # Commits are allowed while preparing; the heartbeat tells the member to rejoin.
             self._membership.schedule_heartbeat(group, group.get(member_id), now_ms)
-        expire = None if retention_time_ms == DEFAULT_RETENTION_TIME else now_ms + retention_time_ms
         respond(self._store_offsets(group, offsets, expire, now_ms))
 
+    def _commit_to_consumer_group(
+        self, group: ConsumerGroup, sender: tuple[int, str, str | None], offsets: Sequence[CommitOffset],
+        api_version: int, expire_timestamp: int | None, now_ms: int, producer: tuple[int, int] | None = None,
+    ) -> OffsetCommitResult:
+        """A commit to a KIP-848 group: the member's epoch must be current, or not older than the epoch each
+        partition was assigned at (Kafka's ConsumerGroup.validateOffsetCommit); a TxnOffsetCommit gets
+        ILLEGAL_GENERATION where OffsetCommit gets STALE_MEMBER_EPOCH."""
+        epoch, member_id, instance_id = sender
+        error, check = group.validate_offset_commit(member_id, instance_id, epoch, transactional=producer is not None,
+                                                    api_version=api_version)
+        if producer is not None and error == E.stale_member_epoch:
+            error = E.illegal_generation
+        if error is not None:
+            return _all_failed(offsets, error)
+        refused: dict[TopicPartition, ErrorCode] = {}
+        if check is not None:
+            for o in offsets:
+                partition_error = check(self._topics.topic_id(o.topic), o.partition)
+                if partition_error is not None:
+                    refused[(o.topic, o.partition)] = (
+                        E.illegal_generation if producer is not None else partition_error)
+        allowed = [o for o in offsets if (o.topic, o.partition) not in refused]
+        if producer is None:
+            result = self._store_offsets(group, allowed, expire_timestamp, now_ms)
+        else:
+            result = self._store_txn_offsets(group.group_id, producer, allowed, now_ms)
+        return OffsetCommitResult({**result.partitions, **refused})
+
     def _group_to_commit(
-        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None, now_ms: int
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None, now_ms: int,
+        api_version: int = 9,
     ) -> tuple[GroupMetadata, None] | tuple[GroupMetadata | None, ErrorCode]:
         """(group, None) when the sender may commit for the group, else the error to answer."""
         error = self._cache.validate_group_status(group_id, allow_empty_id=True)
         if error is not None:
             return None, error
         if self._cache.get(group_id) is None and generation_id >= 0:
-            # A commit from a generation of a group this coordinator does not know.
-            return None, E.illegal_generation
+            # A commit from a generation of a group this coordinator does not know: v9+ names the problem.
+            return None, E.group_id_not_found if api_version >= 9 else E.illegal_generation
         # A group unknown here uses Kafka only to store offsets.
         group = self._cache.get_or_create(group_id, now_ms)
         error = _validate_offset_commit(group, generation_id, member_id, group_instance_id)
@@ -106,7 +152,7 @@ class Offsets:
         return group, error
 
     def _store_offsets(
-        self, group: GroupMetadata, offsets: Sequence[CommitOffset], expire_timestamp: int | None, now_ms: int
+        self, group: AnyGroup, offsets: Sequence[CommitOffset], expire_timestamp: int | None, now_ms: int
     ) -> OffsetCommitResult:
         """Append the commits, then cache them (Kafka's storeOffsets); oversized metadata fails per partition."""
         values = self._values(offsets, now_ms, expire_timestamp)
@@ -177,15 +223,29 @@ class Offsets:
         group's current ones (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID), as Kafka's
         GroupCoordinator.handleTxnCommitOffsets checks them.
         """
+        if self._cache.share(group_id) is not None:
+            respond(_all_failed(offsets, E.group_id_not_found))
+            return
+        consumer = self._cache.consumer(group_id)
+        if consumer is not None and self._cache.validate_group_status(group_id) is None:
+            respond(self._commit_to_consumer_group(consumer, (generation_id, member_id, group_instance_id), offsets,
+                                                   0, None, now_ms, producer=(producer_id, producer_epoch)))
+            return
         error = self._validate_txn_commit(group_id, generation_id, member_id, group_instance_id, now_ms)
         if error is not None:
             respond(_all_failed(offsets, error))
             return
+        respond(self._store_txn_offsets(group_id, (producer_id, producer_epoch), offsets, now_ms))
+
+    def _store_txn_offsets(
+        self, group_id: str, producer: tuple[int, int], offsets: Sequence[CommitOffset], now_ms: int
+    ) -> OffsetCommitResult:
+        """Append the commits in the producer's transaction; they wait for its marker."""
         values = self._values(offsets, now_ms, None)
-        error = self._append_offsets(group_id, values, now_ms, producer=(producer_id, producer_epoch))
+        error = self._append_offsets(group_id, values, now_ms, producer=producer)
         if values and error == E.none:
-            self._pending_txn.add(producer_id, group_id, values)
-        respond(self._commit_result(offsets, error))
+            self._pending_txn.add(producer[0], group_id, values)
+        return self._commit_result(offsets, error)
 
     def _validate_txn_commit(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None, now_ms: int
@@ -220,7 +280,8 @@ class Offsets:
             for group_id, offsets in self._pending_txn.take(producer_id, partition, self._cache.partition_for):
                 if commit:
                     # A group that only stores offsets may exist only through this commit (e.g. after a restart).
-                    self._cache.get_or_create(group_id, now_ms).offsets.update(offsets)
+                    holder = self._cache.any_group(group_id) or self._cache.get_or_create(group_id, now_ms)
+                    holder.offsets.update(offsets)
         return failed
 
     # --- OffsetFetch, OffsetDelete, expiry -------------------------------------------------------
@@ -231,6 +292,8 @@ class Offsets:
         partitions: Sequence[TopicPartition] | None,
         *,
         require_stable: bool = False,
+        member_id: str | None = None,
+        member_epoch: int = -1,
         now_ms: int,
         respond: Respond[OffsetFetchResult],
     ) -> None:
@@ -239,13 +302,18 @@ class Offsets:
         Offsets are returned whatever the group state (the group may not use Kafka's group management).
         With ``require_stable`` (v7+, KIP-447) a partition with a transactional commit awaiting its marker gets
         UNSTABLE_OFFSET_COMMIT and offset -1, so a read_committed consumer retries instead of starting from a
-        stale offset.
+        stale offset. v9+ carries the member id and epoch: a KIP-848 member must send its current epoch
+        (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID).
         """
         error = self._cache.validate_group_status(group_id, allow_empty_id=True)
+        group = self._cache.any_group(group_id)
+        if error is None and isinstance(group, ConsumerGroup):
+            error = group.validate_offset_fetch(member_id, member_epoch)
+        elif error is None and isinstance(group, ShareGroup):
+            error = E.group_id_not_found
         if error is not None:
             respond(OffsetFetchResult(error))
             return
-        group = self._cache.get(group_id)
         committed = group.offsets if group is not None else {}
         wanted = sorted(committed) if partitions is None else partitions
         pending = self._pending_txn.partitions_of(group_id) if require_stable else set()
@@ -270,8 +338,8 @@ class Offsets:
     ) -> None:
         """OffsetDelete: only for an Empty group, or for topics no member of a consumer group subscribes to."""
         error = self._cache.validate_group_status(group_id)
-        group = self._cache.get(group_id)
-        if error is None and group is None:
+        group = self._cache.any_group(group_id)
+        if error is None and (group is None or isinstance(group, ShareGroup)):
             error = E.group_id_not_found
         if error is not None:
             respond(OffsetDeleteResult(error))
@@ -295,12 +363,12 @@ class Offsets:
         of offsets removed.
         """
         return self.cleanup_groups(
-            list(self._cache.groups.values()),
+            self._cache.all_groups(),
             lambda g: g.remove_expired_offsets(now_ms, self._config.offsets_retention_ms),
             now_ms,
         )
 
-    def cleanup_groups(self, groups: Iterable[GroupMetadata], remove: OffsetRemover, now_ms: int) -> int:
+    def cleanup_groups(self, groups: Iterable[AnyGroup], remove: OffsetRemover, now_ms: int) -> int:
         """Kafka's cleanupGroupMetadata: remove offsets, drop groups left Empty without offsets, write tombstones.
 
         Returns the number of offsets removed.
@@ -312,12 +380,7 @@ class Offsets:
             removed += len(removed_offsets)
             records = by_partition.setdefault(self._cache.partition_for(group.group_id), [])
             records.extend(offset_tombstone(group.group_id, tp) for tp in removed_offsets)
-            if group.is_state(GroupState.EMPTY) and not group.offsets:
-                self._cache.drop(group, now_ms)
-                self._membership.forget(group.group_id)
-                # Generation 0 groups only ever stored offsets and have no metadata record to delete.
-                if group.generation_id > 0:
-                    records.append(group_tombstone(group.group_id))
+            records.extend(self._maybe_drop(group, now_ms))
         for partition, records in by_partition.items():
             if records:
                 # Like Kafka, the cache is updated even if the tombstones fail to land; the next expiry
@@ -328,6 +391,24 @@ class Offsets:
                         "failed to write %d tombstones to partition %d: %s", len(records), partition, error.name
                     )
         return removed
+
+
+    def _maybe_drop(self, group: AnyGroup, now_ms: int) -> list[Record]:
+        """An empty group left without offsets is deleted (Kafka's maybeDeleteGroup); its tombstones. Share groups
+        do not expire (Kafka's ShareGroup.shouldExpire): DeleteGroups deletes them."""
+        if isinstance(group, ShareGroup):
+            return []
+        if isinstance(group, ConsumerGroup):
+            if not group.is_empty() or group.offsets:
+                return []
+            self._cache.drop(group, now_ms)
+            return [r.encode() for r in group_tombstones(group)]
+        if not group.is_state(GroupState.EMPTY) or group.offsets:
+            return []
+        self._cache.drop(group, now_ms)
+        self._membership.forget(group.group_id)
+        # Generation 0 groups only ever stored offsets and have no metadata record to delete.
+        return [group_tombstone(group.group_id)] if group.generation_id > 0 else []
 
 
 class PendingTxnOffsets:
@@ -383,13 +464,14 @@ def _validate_offset_commit(
 
 
 def _deletable_offsets(
-    group: GroupMetadata, partitions: Sequence[TopicPartition]
+    group: AnyGroup, partitions: Sequence[TopicPartition]
 ) -> tuple[list[TopicPartition], dict[TopicPartition, ErrorCode]] | None:
     """The partitions OffsetDelete may delete and the errors of the others; None for a non-consumer group with members."""
-    if group.is_state(GroupState.EMPTY):
-        return list(partitions), {}
-    if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
-        return None
+    if isinstance(group, GroupMetadata):
+        if group.is_state(GroupState.EMPTY):
+            return list(partitions), {}
+        if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return None
     eligible: list[TopicPartition] = []
     errors: dict[TopicPartition, ErrorCode] = {}
     for tp in partitions:
@@ -400,14 +482,14 @@ def _deletable_offsets(
     return eligible, errors
 
 
-def _remove_offsets(group: GroupMetadata, partitions: Iterable[TopicPartition]) -> list[TopicPartition]:
+def _remove_offsets(group: AnyGroup, partitions: Iterable[TopicPartition]) -> list[TopicPartition]:
     removed = [tp for tp in partitions if tp in group.offsets]
     for tp in removed:
         del group.offsets[tp]
     return removed
 
 
-def remove_all_offsets(group: GroupMetadata) -> list[TopicPartition]:
+def remove_all_offsets(group: AnyGroup) -> list[TopicPartition]:
     """An ``OffsetRemover`` for DeleteGroups: every offset of the group."""
     removed = list(group.offsets)
     group.offsets.clear()

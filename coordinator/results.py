@@ -210,11 +210,12 @@ class DescribeGroupsResult:
 
 @dataclass(frozen=True, slots=True)
 class ListedGroup:
-    """One group in ListGroups."""
+    """One group in ListGroups; ``group_type`` (v5, KIP-848) is "classic" or "consumer"."""
 
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = "classic"
 
 
 @dataclass(frozen=True, slots=True)

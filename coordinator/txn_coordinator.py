@@ -1,10 +1,18 @@
-"""Transaction coordinator (Kafka's TransactionCoordinator + TransactionStateManager, transaction version 1), sans-IO.
+"""Transaction coordinator (Kafka's TransactionCoordinator + TransactionStateManager), sans-IO.
 
 Driven by calls with a ``now_ms`` clock. Every state change is written to ``__transaction_state`` (through
 ``TxnStateLog``) before it becomes current. Ending a transaction writes PrepareCommit/PrepareAbort, then the
 COMMIT/ABORT markers to every partition in it (through ``MarkerWriter``), then CompleteCommit/CompleteAbort;
 a transaction left in a Prepare state (a crash between the two writes, or a marker write that failed) is
 completed at load and retried by ``tick``. The request handlers answer Kafka's error codes.
+
+Transaction version 2 (KIP-890 part 2, ``end_txn_v2``): a client's EndTxn v5 bumps the producer epoch at
+every commit or abort (the markers carry the new epoch, so a zombie of the old one is fenced at its next
+write) and answers it; a retry is recognized by the previous epoch; an epoch at its end moves the producer to
+a new id at epoch 0. Partitions join the transaction from the partition's own Produce v12 (``add_partitions``
+with ``client_version`` 2) and the offsets partition from TxnOffsetCommit v5, with no AddPartitionsToTxn or
+AddOffsetsToTxn from the client. With ``transaction_version`` (the cluster's finalized transaction.version) 1
+or more, __transaction_state values are written in schema version 1, as Kafka 4 does.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from typing import Protocol
 
 from logway.coordinator.partitioning import LoadedPartitions
 from logway.coordinator.txn_metadata import (
+    MAX_EPOCH,
     NO_PRODUCER_EPOCH,
     TransactionMetadata,
     TxnState,
@@ -72,8 +81,10 @@ class TransactionCoordinator:
         num_partitions: int = DEFAULT_NUM_PARTITIONS,
         max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
         id_expiration_ms: int = DEFAULT_ID_EXPIRATION_MS,
+        transaction_version: int = 2,
     ) -> None:
         self._log = state_log
+        self.transaction_version = transaction_version
         self._markers = markers
         self._next_producer_id = next_producer_id
         self._partitions = LoadedPartitions(num_partitions)
@@ -157,8 +168,9 @@ class TransactionCoordinator:
         expected = (expected_producer_id, expected_epoch) if expected_producer_id != -1 else None
         meta = self._txns.get(transactional_id)
         if meta is None:
-            meta = TransactionMetadata(transactional_id, self._next_producer_id(), NO_PRODUCER_EPOCH, timeout_ms,
-                                       last_update_ms=now_ms)
+            producer_id = self._next_producer_id()
+            meta = TransactionMetadata(transactional_id, producer_id, NO_PRODUCER_EPOCH, timeout_ms,
+                                       last_update_ms=now_ms, previous_producer_id=producer_id)  # as Kafka 4 writes it
             self._txns[transactional_id] = meta
         if expected is not None and not _valid_expected_producer(meta, *expected):
             return InitResult(E.producer_fenced)
@@ -191,9 +203,10 @@ class TransactionCoordinator:
 
     def add_partitions(
         self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Iterable[TopicPartition],
-        now_ms: int,
+        now_ms: int, client_version: int = 0,
     ) -> E:
-        """Put partitions in the producer's transaction (starting one if none is ongoing)."""
+        """Put partitions in the producer's transaction (starting one if none is ongoing); ``client_version`` 2
+        when a Produce v12 or TxnOffsetCommit v5 adds them (transaction version 2)."""
         meta, error = self._current(transactional_id, producer_id, producer_epoch)
         if error is not None:
             return error
@@ -204,7 +217,8 @@ class TransactionCoordinator:
         if meta.state == TxnState.ONGOING and wanted <= meta.partitions:
             return E.none
         start = meta.start_ms if meta.state == TxnState.ONGOING else now_ms
-        changed = meta.transition(TxnState.ONGOING, now_ms, partitions=meta.partitions | wanted, start_ms=start)
+        changed = meta.transition(TxnState.ONGOING, now_ms, partitions=meta.partitions | wanted, start_ms=start,
+                                  client_version=client_version)
         return self._persist(changed, now_ms) or E.none
 
     def verify_partition(self, transactional_id: str, producer_id: int, producer_epoch: int, tp: TopicPartition) -> E:
@@ -248,6 +262,56 @@ class TransactionCoordinator:
             return E.concurrent_transactions
         return E.invalid_txn_state  # Empty (nothing to end) or Dead
 
+    def end_txn_v2(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
+                   now_ms: int) -> InitResult:
+        """EndTxn v5 (Kafka's endTransaction above transaction version 1): the error, and the producer id and
+        epoch the client goes on with (-1, -1 with an error). Kafka's table for the finished states: Empty
+        takes an abort at the current epoch (a new epoch, nothing to mark); CompleteCommit / CompleteAbort take
+        a retry of the same end at the previous epoch (no change) or an abort at the current one."""
+        error = self._check_coordinator(transactional_id)
+        if error is not None:
+            return InitResult(error)
+        meta = self._txns.get(transactional_id)
+        if meta is None:
+            return InitResult(E.invalid_producer_id_mapping)
+        retry_on_overflow = (meta.previous_producer_id == producer_id and producer_epoch == MAX_EPOCH - 1
+                             and meta.producer_epoch == 0)
+        retry = retry_on_overflow or meta.producer_epoch == producer_epoch + 1
+        if meta.producer_id != producer_id and not retry_on_overflow:
+            return InitResult(E.invalid_producer_id_mapping)
+        if not _valid_v2_epoch(meta, producer_epoch, retry):
+            return InitResult(E.producer_fenced)
+        finished = {TxnState.COMPLETE_COMMIT: True, TxnState.COMPLETE_ABORT: False}
+        if meta.state == TxnState.ONGOING:
+            return self._end_v2(meta, commit, now_ms, nothing_added=False)
+        if meta.state in finished:
+            if retry:
+                same = finished[meta.state] == commit
+                return InitResult(E.none, meta.producer_id, meta.producer_epoch) if same else InitResult(
+                    E.invalid_txn_state)
+            return InitResult(E.invalid_txn_state) if commit else self._end_v2(meta, False, now_ms, nothing_added=True)
+        if meta.state == TxnState.EMPTY and not commit:
+            return self._end_v2(meta, False, now_ms, nothing_added=True)
+        if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            same = (meta.state == TxnState.PREPARE_COMMIT) == commit
+            return InitResult(E.concurrent_transactions if same else E.invalid_txn_state)
+        return InitResult(E.invalid_txn_state)
+
+    def _end_v2(self, meta: TransactionMetadata, commit: bool, now_ms: int, *, nothing_added: bool) -> InitResult:
+        """Kafka's prepareAbortOrCommit with an epoch bump (a new producer id to follow an exhausted epoch)."""
+        next_id = self._next_producer_id() if epoch_exhausted(meta.producer_epoch) else -1
+        prepared = meta.transition(
+            TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT, now_ms,
+            producer_epoch=min(meta.producer_epoch + 1, MAX_EPOCH), last_producer_epoch=meta.producer_epoch,
+            next_producer_id=next_id, client_version=2, start_ms=now_ms if nothing_added else meta.start_ms)
+        error = self._persist(prepared, now_ms)
+        if error is not None:
+            return InitResult(error)
+        self._complete(meta.transactional_id, now_ms)
+        if next_id != -1:
+            return InitResult(E.none, next_id, 0)
+        return InitResult(E.none, prepared.producer_id, prepared.producer_epoch)
+
     def _end(self, meta: TransactionMetadata, commit: bool, now_ms: int) -> E:
         prepared = meta.transition(TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT, now_ms)
         error = self._persist(prepared, now_ms)
@@ -264,8 +328,12 @@ class TransactionCoordinator:
         if failed:
             log.warning("transaction markers of %s failed on %s; retrying", transactional_id, sorted(failed))
             return
+        moved = {}
+        if meta.next_producer_id != -1:  # transaction version 2 past an exhausted epoch: the new id, epoch 0
+            moved = {"producer_id": meta.next_producer_id, "producer_epoch": 0,
+                     "previous_producer_id": meta.producer_id}
         done = meta.transition(TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT, now_ms,
-                               partitions=set())
+                               partitions=set(), next_producer_id=-1, **moved)
         self._persist(done, now_ms)
 
     def _fence_and_abort(self, meta: TransactionMetadata, now_ms: int) -> None:
@@ -331,7 +399,8 @@ class TransactionCoordinator:
     def _persist(self, changed: TransactionMetadata, now_ms: int) -> E | None:
         """Write the new state and make it current; the error Kafka answers when the write fails."""
         tid = changed.transactional_id
-        value = encode_value(changed.to_log_value(), null_partitions=changed.state == TxnState.EMPTY)
+        value = encode_value(changed.to_log_value(), null_partitions=changed.state == TxnState.EMPTY,
+                             version=1 if self.transaction_version >= 1 else 0)
         try:
             self._log.append(self.partition_for(tid), encode_key(tid), value, now_ms)
         except KafkaError as exc:
@@ -346,6 +415,15 @@ class TransactionCoordinator:
             return E.not_coordinator
         self._txns[tid] = changed
         return None
+
+
+def _valid_v2_epoch(meta: TransactionMetadata, producer_epoch: int, retry: bool) -> bool:
+    """Kafka's isValidEpoch of a client's EndTxn v5: the current epoch, or a retry's where a retry can be."""
+    if meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+        return retry
+    if meta.state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+        return retry or producer_epoch == meta.producer_epoch
+    return producer_epoch == meta.producer_epoch
 
 
 def _valid_expected_producer(meta: TransactionMetadata, producer_id: int, epoch: int) -> bool:

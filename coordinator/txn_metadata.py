@@ -84,6 +84,8 @@ class TransactionMetadata:
     last_update_ms: int = -1
     previous_producer_id: int = -1
     last_producer_epoch: int = NO_PRODUCER_EPOCH
+    next_producer_id: int = -1  # transaction version 2: the id a transaction ending at an exhausted epoch moves to
+    client_version: int = 0  # ClientTransactionVersion: 2 when the transaction was run by a transaction-v2 client
 
     @property
     def in_completed_state(self) -> bool:
@@ -104,7 +106,7 @@ class TransactionMetadata:
         return TxnLogValue(
             self.producer_id, self.producer_epoch, self.timeout_ms, int(self.state),
             {t: tuple(sorted(ps)) for t, ps in by_topic.items()}, self.last_update_ms, self.start_ms,
-            self.previous_producer_id,
+            self.previous_producer_id, self.next_producer_id, self.client_version,
         )
 
     @classmethod
@@ -112,5 +114,5 @@ class TransactionMetadata:
         return cls(
             transactional_id, value.producer_id, value.producer_epoch, value.timeout_ms, TxnState(value.state),
             {(t, p) for t, ps in value.partitions.items() for p in ps}, value.start_ms, value.last_update_ms,
-            value.previous_producer_id,
+            value.previous_producer_id, next_producer_id=value.next_producer_id, client_version=value.client_version,
         )

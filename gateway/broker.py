@@ -20,10 +20,16 @@ from logway.gateway.dynamic_broker_config import DynamicBrokerConfigs
 from logway.gateway.fetch_sessions import FetchSessionCache
 from logway.gateway.fetch_waiters import FetchWaiters, Watched
 from logway.gateway.group_commit import GroupCommit
+from logway.gateway.group_configs import GroupConfigs
 from logway.gateway.groups import GroupService
 from logway.gateway.meta_properties import load_cluster_id
 from logway.gateway.metrics.stats import BrokerStats
+from logway.gateway.shares import ShareService
 from logway.gateway.transactions import TransactionService
+from logway.server.audit import NO_AUDIT, Audit
+from logway.server.audit_writer import AuditLog
+from logway.server.config import ConfigError
+from logway.server.security.ownership import Owners
 from logway.server.security.realm import Realm
 from logway.storage.cleaner import CleanerConfig
 from logway.storage.config import LogConfig
@@ -62,15 +68,26 @@ class Broker:
         self.cluster_id = ""
         self._waiters = FetchWaiters()
         self._creation_lock = trio.Lock()
+        # Under ACLs, which principal each producer id was handed to (Produce refuses another's).
+        self.producer_owners = Owners(200_000)
         self.stats = BrokerStats()  # counters for the metrics endpoint
         # KIP-227 incremental fetch sessions (gateway/fetch_sessions.py).
         self.fetch_sessions = FetchSessionCache(int(config.properties["max.incremental.fetch.session.cache.slots"]))
         # Appends that must be fsynced before they are acknowledged share fsyncs (gateway/group_commit.py).
         self.group_commit = GroupCommit(self._flushed)
+        # The audit log (audit.log.file): opened with the log, so an unwritable file stops start-up.
+        self.audit: Audit = NO_AUDIT
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     def open(self) -> None:
+        if self.config.audit is not None:
+            try:
+                self.audit = AuditLog(self.config.audit)
+            except OSError as exc:
+                raise ConfigError(f"audit.log.file={self.config.audit.file}: cannot open: {exc.strerror or exc}") \
+                    from None
+            log.info("audit log: %s", self.config.audit.file)
         self.cluster_id = load_cluster_id([Path(d) for d in self.config.log_dirs], self.node_id,
                                           self.config.properties.get("cluster.id") or "")
         self._load_acls()
@@ -78,8 +95,14 @@ class Broker:
         self.logs.reconfigure(*self._log_defaults())  # before the logs load, so they open with the defaults
         self.logs.open()
         self.producer_ids = ProducerIdManager(Path(self.config.log_dirs[0]) / "producer-id-block")
+        self.group_configs = GroupConfigs(Path(self.config.log_dirs[0]), self.config.properties,
+                                          self.config.given_properties)
+        self.group_configs.load()
         self.groups = GroupService(self)
         self.groups.open()
+        self.shares = ShareService(self)
+        self.groups.coordinator.shares.member_left = self.shares.member_left
+        self.groups.coordinator.admin.share_group_deleted = self.shares.group_deleted
         self.transactions = TransactionService(self)
         log.info(
             "broker %d of cluster %s: %d topics in %s",
@@ -88,6 +111,7 @@ class Broker:
 
     def close(self) -> None:
         self.logs.close()
+        self.audit.close()
 
     def _load_acls(self) -> None:
         """With authorizer.class.name set, the stored ACLs; without it, no authorization at all, as Kafka."""
@@ -113,6 +137,7 @@ class Broker:
             if self.logs.cleaner_config.enable:
                 nursery.start_soon(self._cleaner_loop)
             await nursery.start(self.groups.run)
+            await nursery.start(self.shares.run)
             await nursery.start(self.transactions.run)
             task_status.started()
 

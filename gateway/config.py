@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from logway.server.audit_writer import KEYS as AUDIT_KEYS
+from logway.server.audit_writer import AuditSettings
 from logway.server.config import READ_ELSEWHERE, SERVER_DEFAULTS, ConfigError, ServerConfig, bool_setting, int_setting
 from logway.server.config_keys import NOT_APPLICABLE, known_keys
 from logway.server.env_config import env_settings
@@ -12,6 +14,8 @@ from logway.server.security.settings import SECURITY_DEFAULTS, SUPPORTED_MECHANI
 from logway.storage.cleaner import CLEANER_KEYS, CleanerConfig
 from logway.storage.config import BROKER_TO_TOPIC, LogConfig
 from logway.storage.errors import InvalidConfig
+
+AUDIT_PREFIX = "audit.log."
 
 # Broker-level properties this gateway reads (Kafka's names and defaults), the server's among them. Log
 # properties (log.*) are handled by storage.config.LogConfig.from_broker_properties.
@@ -30,12 +34,53 @@ BROKER_DEFAULTS: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "3000",
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",
+    # KIP-848 consumer groups (coordinator/consumer_membership.py), Kafka 4.3's names and defaults.
+    "group.consumer.session.timeout.ms": "45000",
+    "group.consumer.heartbeat.interval.ms": "5000",
+    "group.consumer.min.session.timeout.ms": "45000",
+    "group.consumer.max.session.timeout.ms": "60000",
+    "group.consumer.min.heartbeat.interval.ms": "5000",
+    "group.consumer.max.heartbeat.interval.ms": "15000",
+    "group.consumer.max.size": "2147483647",
+    "group.consumer.assignors": "uniform,range",
+    "group.consumer.assignment.interval.ms": "1000",
+    "group.consumer.regex.refresh.interval.ms": "600000",
+    "group.consumer.migration.policy": "bidirectional",
+    "group.consumer.min.assignment.interval.ms": "0",
+    "group.consumer.max.assignment.interval.ms": "15000",
+    # KIP-932 share groups (coordinator/share_membership.py, gateway/shares.py), Kafka 4.3's names and defaults.
+    "group.share.session.timeout.ms": "45000",
+    "group.share.min.session.timeout.ms": "45000",
+    "group.share.max.session.timeout.ms": "60000",
+    "group.share.heartbeat.interval.ms": "5000",
+    "group.share.min.heartbeat.interval.ms": "5000",
+    "group.share.max.heartbeat.interval.ms": "15000",
+    "group.share.max.size": "200",
+    "group.share.assignment.interval.ms": "1000",
+    "group.share.min.assignment.interval.ms": "0",
+    "group.share.max.assignment.interval.ms": "15000",
+    "group.share.record.lock.duration.ms": "30000",
+    "group.share.min.record.lock.duration.ms": "15000",
+    "group.share.max.record.lock.duration.ms": "60000",
+    "group.share.delivery.count.limit": "5",
+    "group.share.min.delivery.count.limit": "2",
+    "group.share.max.delivery.count.limit": "10",
+    "group.share.partition.max.record.locks": "2000",
+    "group.share.min.partition.max.record.locks": "100",
+    "group.share.max.partition.max.record.locks": "4000",
+    "group.share.max.share.sessions": "2000",
+    "share.coordinator.state.topic.num.partitions": "50",
+    "share.coordinator.snapshot.update.records.per.snapshot": "500",
     # Transactions (gateway/transactions.py), Kafka's names and defaults.
     "transaction.state.log.num.partitions": "50",
     "transaction.max.timeout.ms": "900000",
     "transactional.id.expiration.ms": "604800000",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "10000",
     "transaction.remove.expired.transaction.cleanup.interval.ms": "3600000",
+    # The transaction.version feature the broker finalizes (Kafka sets it with `kafka-storage format --feature`
+    # or `kafka-features upgrade`): 2 (Kafka 4's default, KIP-890 part 2) lets clients bump the epoch at every
+    # transaction end; 0 or 1 keeps them on transaction version 1.
+    "transaction.version": "2",
     "log.retention.check.interval.ms": "300000",
     "log.flush.scheduler.interval.ms": "9223372036854775807",
     "cluster.id": "",
@@ -46,6 +91,8 @@ BROKER_DEFAULTS: dict[str, str] = {
     "max.partitions.per.request": "10000",
     # Logway's bound on segments holding open files (storage/open_files.py); Kafka leaves it to the OS limit.
     "log.max.open.segments": "2048",
+    # The audit log (server/audit.py; Kafka has none): off unless audit.log.file names a file, or "-" (stderr).
+    **{AUDIT_PREFIX + key: default for key, default in AUDIT_KEYS.items()},
 }
 
 
@@ -87,6 +134,11 @@ class BrokerConfig(ServerConfig):
             raise ConfigError(f"num.partitions={p['num.partitions']!r}: must be at least 1")
         if self.max_partitions_per_request < 1:
             raise ConfigError(f"max.partitions.per.request={p['max.partitions.per.request']!r}: must be at least 1")
+        audit = AuditSettings.read({k: p[AUDIT_PREFIX + k] for k in AUDIT_KEYS}, lambda k: AUDIT_PREFIX + k,
+                                   ConfigError)
+        self.audit = audit if audit.file else None
+        if int_setting(p, "transaction.version") not in (0, 1, 2):
+            raise ConfigError(f"transaction.version={p['transaction.version']!r}: must be 0, 1 or 2")
         self.log_config = _topic_defaults(p)
         try:
             self.cleaner_config = CleanerConfig.from_broker_properties(p)

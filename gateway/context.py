@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from logway.server.audit import Client, denials
+from logway.server.audit_changes import change_events
 from logway.server.security.acl_decisions import Acl, Decision
 from logway.server.security.authorizer import (
     ANONYMOUS,
@@ -21,6 +23,7 @@ from logway.server.security.authorizer import (
     client_host,
     operations_bitfield,
 )
+from logway.server.stats import request_label
 from logway.wire.protocol import RequestHeader
 
 if TYPE_CHECKING:
@@ -70,10 +73,34 @@ class RequestContext:
         return getattr(self.connection, "principal", ANONYMOUS)
 
     @property
+    def owner(self) -> tuple[str, str]:
+        """Who state this request makes belongs to (server/security/ownership.py): listener and principal."""
+        return self.connection.listener.name, self.principal
+
+    @property
     def acl(self) -> Acl:
         """The principal's view of the ACLs, for server/security/request_acls.py's rules (with the broker's
         topics, so ids are resolved and partitions checked as KafkaApis does)."""
         return Acl(self.authorizer, self.principal, client_host(self.connection.peer), BrokerTopics(self.broker))
+
+    def audit_denials(self, acl: Acl) -> None:
+        """Record the ACL checks ``acl`` failed deciding this request in the audit log (and stop recording)."""
+        denied = acl.take_denials()
+        audit = self.connection.audit
+        if denied and audit.enabled:
+            denials(audit, self.audit_client, request_label(self.header.api_key), denied)
+
+    def audit_changes(self, request: Any, response: Any) -> None:
+        """Record what ``request`` changed, as ``response`` answers it, in the audit log."""
+        audit = self.connection.audit
+        if audit.enabled:
+            for event in change_events(self.audit_client, self.header.api_key, request, response):
+                audit.record(event)
+
+    @property
+    def audit_client(self) -> Client:
+        """The client as the audit log names it."""
+        return self.connection.audit_client(self.header.client_id)
 
     def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
         """The *_authorized_operations bitfield of a resource (Kafka's AuthHelper.authorizedOperations): every

@@ -4,18 +4,22 @@ The modules of gateway/apis/ register themselves (gateway/apis/registry.py). A R
 frame (the hot paths: Produce, Fetch); the others get the kio message. With an authorizer, every request
 passes Kafka's per-API ACL rules first (server/security/request_acls.py, the proxy's too): the handler serves
 what the principal may use and the denied entries are added to its answer; RAW handlers apply the same rules
-by name. A handler returns a kio response (encoded here), a list of already-framed chunks (Fetch's zero-copy
+by name. The ACL checks a request fails and the changes it makes go to the listener's audit log
+(server/audit.py). A handler returns a kio response (encoded here), a list of already-framed chunks (Fetch's zero-copy
 response), or None (acks=0 Produce: no response at all, as Kafka does).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from logway.gateway.apis import api_versions
 from logway.gateway.apis.registry import APIS, Api
 from logway.gateway.context import RequestContext
+from logway.server.audit_changes import CHANGE_APIS
 from logway.server.connection import Connection, RequestHandler
 from logway.server.security.request_acls import NO_ACL, RULES, authorize_request
 from logway.wire.fetch import Chunk
@@ -55,6 +59,14 @@ class BrokerHandler(RequestHandler):
     async def handle(self, conn: Connection, frame: memoryview) -> list[Chunk] | None:
         return await dispatch(self.broker, conn, frame)
 
+    @asynccontextmanager
+    async def session(self, conn: Connection) -> AsyncIterator[None]:
+        """A share session ends with the connection that opened it (its member's records are released)."""
+        try:
+            yield
+        finally:
+            self.broker.shares.connection_closed(conn)
+
 
 async def dispatch(broker: Broker, conn: Connection, frame: memoryview | bytearray) -> list[Chunk] | None:
     """Decode the request header, check the version, run the API's handler under the ACL rules."""
@@ -76,6 +88,8 @@ async def dispatch(broker: Broker, conn: Connection, frame: memoryview | bytearr
         result = await api.handle(ctx, request)
         if result is None or isinstance(result, list):  # Fetch's chunks, acks=0 Produce's nothing
             return result
+        if header.api_key in CHANGE_APIS:
+            ctx.audit_changes(request, result)
         return [encode_response(header.api_key, header.api_version, header.correlation_id, result)]
     except MalformedRequest:
         raise
@@ -87,13 +101,17 @@ async def dispatch(broker: Broker, conn: Connection, frame: memoryview | bytearr
 async def _serve_checked(ctx: RequestContext, api: Api, request: Any) -> list[Chunk] | None:
     """Kafka's ACL rules for the request: answered by them alone, or served in part and finished by them."""
     header = ctx.header
-    decision = authorize_request(header.api_key, header.api_version, request, ctx.acl)
+    acl = ctx.acl
+    decision = authorize_request(header.api_key, header.api_version, request, acl)
+    ctx.audit_denials(acl)
     if decision.request is None:
         return [encode_response(header.api_key, header.api_version, header.correlation_id, decision.response)]
     ctx.decision = decision
     result = await api.handle(ctx, decision.request)
     if result is None or isinstance(result, list):
         return result
+    if header.api_key in CHANGE_APIS:  # what was served (the refused entries are denials, recorded above)
+        ctx.audit_changes(decision.request, result)
     return [encode_response(header.api_key, header.api_version, header.correlation_id, decision.finish(result))]
 
 

@@ -74,7 +74,7 @@ class SessionRequest:
     max_wait: Any
 
 
-# Who a session belongs to: the principal that created it and the listener it was created on.
+# Who a session belongs to: the listener it was created on and the principal that created it.
 Owner = tuple[str, str]
 
 

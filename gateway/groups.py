@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -32,6 +33,7 @@ from logway.wire.records import ControlType, DecodedBatch, build_batch, control_
 
 if TYPE_CHECKING:
     from logway.gateway.broker import Broker
+    from logway.gateway.config import BrokerConfig
     from logway.storage.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
@@ -48,17 +50,20 @@ def _now_ms() -> int:
 
 
 class ConsumerOffsetsLog:
-    """coordinator.offsets_log.OffsetsLog over the `__consumer_offsets` partitions of the broker's log."""
+    """coordinator.offsets_log.OffsetsLog over the `__consumer_offsets` partitions of the broker's log (and, given
+    another topic, the same over another compacted coordinator topic: `__share_group_state`)."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, topic: str = OFFSETS_TOPIC, config: dict[str, str] | None = None) -> None:
         self.broker = broker
+        self.topic = topic
+        self.topic_config = OFFSETS_TOPIC_CONFIG if config is None else config
         self.unflushed: set[PartitionLog] = set()
         # Transactional offset records with no marker yet when a partition was read: partition -> pid -> records.
         self.pending_txn: dict[int, dict[int, list[tuple[bytes, bytes | None]]]] = {}
 
     def ensure_topic(self, partitions: int) -> None:
-        if OFFSETS_TOPIC not in self.broker.logs.topics:
-            self.broker.logs.create_topic(OFFSETS_TOPIC, partitions, dict(OFFSETS_TOPIC_CONFIG))
+        if self.topic not in self.broker.logs.topics:
+            self.broker.logs.create_topic(self.topic, partitions, dict(self.topic_config))
 
     def append(
         self, partition: int, records: list[tuple[bytes, bytes | None]], now_ms: int,
@@ -71,13 +76,13 @@ class ConsumerOffsetsLog:
             batch = _without_sequence(build_batch(
                 [(k, v, ()) for k, v in records], base_timestamp=now_ms, producer_id=producer[0],
                 producer_epoch=producer[1], base_sequence=0, is_transactional=True))
-        plog = self.broker.partition(OFFSETS_TOPIC, partition)
+        plog = self.broker.partition(self.topic, partition)
         # The coordinator's writes are acks=all in Kafka (GroupMetadataManager): flush.acks.all.enable applies.
         if plog.append(bytearray(batch), now_ms=now_ms, coordinator=True, acks_all=True).flush_needed:
             self.unflushed.add(plog)
 
     def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool, now_ms: int) -> None:
-        plog = self.broker.partition(OFFSETS_TOPIC, partition)
+        plog = self.broker.partition(self.topic, partition)
         if plog.append_marker(producer_id, producer_epoch, commit, now_ms=now_ms).flush_needed:
             self.unflushed.add(plog)
 
@@ -91,7 +96,7 @@ class ConsumerOffsetsLog:
         A damaged batch costs only the commits it holds: the ones stored after it still load, also on every
         later restart. Damage the batch chain itself cannot be walked past raises CorruptRecord.
         """
-        plog = self.broker.partition(OFFSETS_TOPIC, partition)
+        plog = self.broker.partition(self.topic, partition)
         pending = self.pending_txn[partition] = {}
         yield from self.read_log(plog, pending)
         if not pending:
@@ -151,6 +156,55 @@ def _whole_batches(data: bytes) -> Iterator[tuple[BatchHeader, DecodedBatch | No
         pos += header.size
 
 
+class BrokerTopics:
+    """coordinator.topics_image.TopicsImage over the broker's live topics (what KIP-848 assignments name)."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._topics = broker.logs.topics
+
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        topic = self._topics.get(name)
+        return None if topic is None else topic.topic_id
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        # Linear, but only for describing assignments (ConsumerGroupDescribe): not on a request's hot path.
+        return next((t.name for t in self._topics.values() if t.topic_id == topic_id), None)
+
+    def partition_count(self, name: str) -> int:
+        topic = self._topics.get(name)
+        return 0 if topic is None else len(topic.partitions)
+
+    def names(self) -> Iterable[str]:
+        return list(self._topics)
+
+
+def group_config(config: BrokerConfig) -> GroupConfig:
+    """The coordinator's settings from the broker's properties (Kafka's names)."""
+    props = config.properties
+    return GroupConfig(
+        num_partitions=config.offsets_topic_num_partitions,
+        initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+        offsets_retention_ms=int(props["offsets.retention.minutes"]) * 60_000,
+        max_session_timeout_ms=int(props["group.max.session.timeout.ms"]),
+        min_session_timeout_ms=int(props["group.min.session.timeout.ms"]),
+        offset_metadata_max_bytes=int(props["offset.metadata.max.bytes"]),
+        consumer_session_timeout_ms=int(props["group.consumer.session.timeout.ms"]),
+        consumer_heartbeat_interval_ms=int(props["group.consumer.heartbeat.interval.ms"]),
+        consumer_max_size=int(props["group.consumer.max.size"]),
+        consumer_assignors=tuple(a.strip() for a in props["group.consumer.assignors"].split(",") if a.strip()),
+        consumer_assignment_interval_ms=int(props["group.consumer.assignment.interval.ms"]),
+        consumer_regex_refresh_interval_ms=int(props["group.consumer.regex.refresh.interval.ms"]),
+        consumer_migration_policy=props["group.consumer.migration.policy"],
+        share_session_timeout_ms=int(props["group.share.session.timeout.ms"]),
+        share_heartbeat_interval_ms=int(props["group.share.heartbeat.interval.ms"]),
+        share_max_size=int(props["group.share.max.size"]),
+        share_assignment_interval_ms=int(props["group.share.assignment.interval.ms"]),
+        share_record_lock_duration_ms=int(props["group.share.record.lock.duration.ms"]),
+        share_delivery_count_limit=int(props["group.share.delivery.count.limit"]),
+        share_partition_max_record_locks=int(props["group.share.partition.max.record.locks"]),
+    )
+
+
 class GroupService:
     """Async front of the GroupCoordinator, owned by the Broker."""
 
@@ -158,14 +212,8 @@ class GroupService:
         config = broker.config
         self.offsets_log = ConsumerOffsetsLog(broker)
         props = config.properties
-        self.coordinator = GroupCoordinator(self.offsets_log, GroupConfig(
-            num_partitions=config.offsets_topic_num_partitions,
-            initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
-            offsets_retention_ms=int(props["offsets.retention.minutes"]) * 60_000,
-            max_session_timeout_ms=int(props["group.max.session.timeout.ms"]),
-            min_session_timeout_ms=int(props["group.min.session.timeout.ms"]),
-            offset_metadata_max_bytes=int(props["offset.metadata.max.bytes"]),
-        ))
+        self.topics = BrokerTopics(broker)
+        self.coordinator = GroupCoordinator(self.offsets_log, group_config(config), self.topics)
         self._retention_check_ms = int(props["offsets.retention.check.interval.ms"])
         self._wakeup = trio.Event()
 

@@ -13,7 +13,7 @@ from logway.gateway.broker import Broker
 from logway.gateway.config import BrokerConfig
 from logway.gateway.dispatch import BrokerHandler
 from logway.gateway.metrics.collector import serve_metrics
-from logway.server.config import Listener
+from logway.server.config import ConfigError, Listener
 from logway.server.gc_policy import tune_after_startup
 from logway.server.listeners import Server, StartupError, listener_context, open_listeners
 from logway.server.metrics_http import open_metrics_listeners
@@ -38,7 +38,8 @@ async def run_broker(
         await nursery.start(broker.run_background)
         await nursery.start(server.run)
         for listener, bound in listeners:
-            nursery.start_soon(server.accept, listener_context(broker.config, listener, broker.realm), bound, handler)
+            context = listener_context(broker.config, listener, broker.realm, broker.audit)
+            nursery.start_soon(server.accept, context, bound, handler)
         if metrics_listeners:
             await nursery.start(serve_metrics, broker, metrics_listeners)
         task_status.started()
@@ -59,9 +60,11 @@ async def serve(config: BrokerConfig) -> None:
     broker = Broker(config)
     try:
         broker.open()
-    except (OSError, KafkaError) as exc:  # LogManager.open closed what it had opened
+    except (OSError, KafkaError, ConfigError) as exc:  # LogManager.open closed what it had opened
         for bound in [b for _, b in listeners] + metrics_listeners:
             await bound.aclose()
+        if isinstance(exc, ConfigError):  # the audit log's file
+            raise StartupError(str(exc)) from exc
         raise StartupError(f"log.dirs={','.join(config.log_dirs)}: cannot open the log: {exc}") from exc
     tune_after_startup()
     try:

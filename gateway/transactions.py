@@ -20,6 +20,7 @@ import trio
 from logway.coordinator.txn_coordinator import TransactionCoordinator
 from logway.gateway.group_commit import flush_logs
 from logway.gateway.groups import OFFSETS_TOPIC, ConsumerOffsetsLog
+from logway.server.audit_changes import transaction_timed_out
 from logway.storage.errors import InvalidProducerEpoch, UnknownTopicOrPartition
 from logway.wire.batch import CorruptBatch
 from logway.wire.errors import ErrorCode, KafkaError
@@ -122,6 +123,7 @@ class TransactionService:
             num_partitions=int(props["transaction.state.log.num.partitions"]),
             max_timeout_ms=int(props["transaction.max.timeout.ms"]),
             id_expiration_ms=int(props["transactional.id.expiration.ms"]),
+            transaction_version=int(props["transaction.version"]),
         )
         self._abort_interval_s = int(props["transaction.abort.timed.out.transaction.cleanup.interval.ms"]) / 1000
         self._expire_interval_s = int(props["transaction.remove.expired.transaction.cleanup.interval.ms"]) / 1000
@@ -140,6 +142,13 @@ class TransactionService:
         """fsync (by the group commit) the logs the coordinator's writes must be flushed in before they are answered."""
         await flush_logs(self.state_log.broker.group_commit, self.unflushed)
         await self.state_log.broker.groups.offsets_log.flush_pending()  # markers written to __consumer_offsets
+
+    def take_unflushed(self) -> list[PartitionLog]:
+        """The logs the coordinator's writes left to fsync, for a caller that has them flushed with its own
+        appends (Produce v12, which adds partitions to transactions) and answers once they are."""
+        logs = list(self.unflushed)
+        self.unflushed.clear()
+        return logs
 
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -165,11 +174,20 @@ class TransactionService:
         while True:
             await trio.sleep(self._abort_interval_s)
             try:
-                self.coordinator.abort_timed_out(_now_ms())
+                for transactional_id in self.coordinator.abort_timed_out(_now_ms()):
+                    self._audit_timeout(transactional_id)
                 self.coordinator.retry_markers(_now_ms())
                 await self.flush_pending()
             except Exception:
                 log.exception("aborting timed-out transactions failed")
+
+    def _audit_timeout(self, transactional_id: str) -> None:
+        """A transaction the coordinator aborted at its timeout, for the audit log (no client asked for it)."""
+        audit = self.state_log.broker.audit
+        meta = self.coordinator.transaction(transactional_id)
+        if audit.enabled and meta is not None:
+            audit.record(transaction_timed_out(transactional_id, meta.producer_id, meta.producer_epoch,
+                                               meta.timeout_ms))
 
     async def _expire_ids_loop(self) -> None:
         while True:

@@ -2,8 +2,9 @@
 
 An API is advertised when kio knows it (the proxy must be able to read its headers' flexibility, and decode
 it if a rewrite or a filter needs the body) and the proxy may forward it: APIs that carry broker addresses
-the proxy does not rewrite (ShareFetch, ShareAcknowledge, DescribeQuorum, the Raft voter APIs), inter-broker
-and controller APIs, and the SASL exchange (which ends at the proxy's own listener) are never forwarded.
+the proxy does not rewrite (DescribeQuorum, the Raft voter APIs), inter-broker and controller APIs (the share
+coordinator's state APIs among them), and the SASL exchange (which ends at the proxy's own listener) are never
+forwarded. Share groups are (ShareFetch/ShareAcknowledge node_endpoints are rewritten, proxy/rewrite.py).
 Each range is the intersection of the upstream's and kio's; ApiVersions itself is the proxy's own.
 An API key the proxy does not know is not advertised; a request for it closes the connection.
 """
@@ -25,15 +26,14 @@ SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 API_VERSIONS_RANGE = (0, 4)
 
 # Never forwarded (see the module docstring): SASL (ends at the proxy), controller/Raft/inter-broker APIs,
-# APIs whose responses carry addresses the proxy does not rewrite, and share groups (ShareFetch carries node
-# endpoints; the rest is useless without it).
+# and APIs whose responses carry addresses the proxy does not rewrite.
 NOT_FORWARDED = frozenset({
     SASL_HANDSHAKE, SASL_AUTHENTICATE, API_VERSIONS,
     4, 5, 6, 7,  # LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown
     27,  # WriteTxnMarkers (broker to broker)
     52, 53, 54, 55, 59,  # Vote, BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum, FetchSnapshot
     56, 58, 62, 63, 64, 67, 70, 73,  # AlterPartition, Envelope, broker/controller registration, ...
-    76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92,  # share groups and their state
+    83, 84, 85, 86, 87,  # the share coordinator's state APIs (broker to broker)
     80, 81, 82,  # Add/Remove/UpdateRaftVoter
 })
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logway.proxy.addresses import BrokerAddressing, parse_node_id_range
+from logway.proxy.filter_config import is_filter_key, named_filters
 from logway.server.config import ConfigError, Listener, ServerConfig, int_setting, load_properties
 from logway.server.security.plain import parse_jaas
 from logway.server.security.settings import ProtocolSecurity
@@ -37,6 +38,7 @@ PROXY_DEFAULTS: dict[str, str] = {
     "proxy.virtual.clusters": "",
 }
 VIRTUAL_CLUSTER_KEYS = ("listener", "topic.prefix")
+VIRTUAL_CLUSTERS_DIR = "virtual-clusters"
 UPSTREAM_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 UPSTREAM_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
@@ -74,7 +76,7 @@ class ProxyConfig:
         self.server = ServerConfig(broker_keys)
         self.warnings = list(self.server.warnings)
         unknown = sorted(k for k in given if k.startswith("proxy.") and k not in PROXY_DEFAULTS
-                         and not _virtual_cluster_key(k))
+                         and not _virtual_cluster_key(k) and not is_filter_key(k))
         self.warnings += [f"unknown proxy config {k} ignored" for k in unknown]
         self.upstream_bootstrap = _servers(p["proxy.upstream.bootstrap.servers"])
         self.upstream = _upstream_security(p)
@@ -94,6 +96,9 @@ class ProxyConfig:
         self.address_pattern = p["proxy.broker.address.pattern"].strip()
         self.addressing = {lst.name: self._addressing(lst) for lst in self.server.listeners}
         self.virtual_clusters = _virtual_clusters(p, [lst.name for lst in self.server.listeners], self.warnings)
+        self.named_filters = named_filters(p, [c.name for c in self.virtual_clusters.values()],
+                                           self.server.log_dirs[0] if self.server.log_dirs else "")
+        self.warnings += self.named_filters.warnings
         for name, addressing in self.addressing.items():
             if addressing.port_span.start < 1 or addressing.port_span.stop - 1 > 65535:
                 raise ConfigError(f"listener {name}: port {addressing.bind_port} + proxy.broker.port.offset="
@@ -108,6 +113,10 @@ class ProxyConfig:
                                 advertised_port=advertised.port, port_offset=self.port_offset,
                                 min_node_id=self.node_ids[0], max_node_id=self.node_ids[1],
                                 address_pattern=self.address_pattern)
+
+    def realm_dir(self, cluster: VirtualCluster) -> Path:
+        """Where a virtual cluster's SCRAM users and ACLs are kept: under the proxy's state dir (log.dirs)."""
+        return Path(self.server.log_dirs[0]) / VIRTUAL_CLUSTERS_DIR / cluster.name
 
     @classmethod
     def load(cls, path: str | Path | None = None, overrides: dict[str, str] | None = None) -> ProxyConfig:

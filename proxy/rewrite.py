@@ -2,8 +2,9 @@
 
 Every response of the advertised API set that carries a broker's host and port: Metadata ``brokers`` (all
 versions), FindCoordinator (v0-3: the single node at the top; v4+: each of ``coordinators``),
-DescribeCluster ``brokers``, and the ``node_endpoints`` tagged field of Produce v10+ and Fetch v16+
-(KIP-951). (ShareFetch/ShareAcknowledge and DescribeQuorum also carry them: they are not advertised.)
+DescribeCluster ``brokers``, the ``node_endpoints`` tagged field of Produce v10+ and Fetch v16+ (KIP-951), and
+the ``node_endpoints`` of ShareFetch and ShareAcknowledge (KIP-932). (DescribeQuorum also carries them: it is
+not advertised.)
 A node the port-per-broker scheme has no port for is left out of lists (FindCoordinator answers
 COORDINATOR_NOT_AVAILABLE for it, a retriable error), with an error line naming proxy.node.id.range.
 """
@@ -19,13 +20,14 @@ from logway.wire.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
-PRODUCE, FETCH, METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER = 0, 1, 3, 10, 60
-# The first version whose response may carry node_endpoints (a top-level tagged field).
-NODE_ENDPOINTS_FROM = {PRODUCE: 10, FETCH: 16}
+PRODUCE, FETCH, METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER, SHARE_FETCH, SHARE_ACKNOWLEDGE = 0, 1, 3, 10, 60, 78, 79
+# The first version whose response may carry node_endpoints, the last thing in the response: a top-level tagged
+# field of Produce and Fetch, the last field of ShareFetch and ShareAcknowledge (every version).
+NODE_ENDPOINTS_FROM = {PRODUCE: 10, FETCH: 16, SHARE_FETCH: 0, SHARE_ACKNOWLEDGE: 0}
 # API key -> the top-level fields holding lists of (node_id, host, port) entities.
 _LISTS = {METADATA: ("brokers",), DESCRIBE_CLUSTER: ("brokers",), FIND_COORDINATOR: ("coordinators",),
-          PRODUCE: ("node_endpoints",), FETCH: ("node_endpoints",)}
-REWRITTEN_APIS = frozenset(_LISTS)
+          PRODUCE: ("node_endpoints",), FETCH: ("node_endpoints",), SHARE_FETCH: ("node_endpoints",),
+          SHARE_ACKNOWLEDGE: ("node_endpoints",)}
 
 Endpoint = tuple[int, str, int]
 """(node id, host, port) of an upstream broker."""
@@ -111,8 +113,8 @@ def endpoint_markers(hosts: set[str]) -> list[bytes]:
 
 
 def may_carry_endpoints(frame: bytes | bytearray, markers: list[bytes], brokers: int) -> bool:
-    """Cheap test before decoding a Produce v10+/Fetch v16+ response: does an upstream host appear where
-    node_endpoints would be? That top-level tagged field is the last thing in the response, so only its
+    """Cheap test before decoding a Produce v10+/Fetch v16+/ShareFetch/ShareAcknowledge response: does an upstream
+    host appear where node_endpoints would be? That field is the last thing in the response, so only its
     possible extent at the end is searched (a few hundred bytes per broker), not the records before it.
     (A false positive, e.g. a record value holding the host near the end, only costs one decode.)"""
     start = max(0, len(frame) - ENDPOINT_BYTES * (brokers + 8))

@@ -4,9 +4,12 @@ sent back in request order, renumbered to the client's correlation ids.
 The server layer's Connection reads the client's frames (size checks, the memory budget, TLS, SASL) and hands
 each to this session, which forwards it and returns at once, so clients may pipeline: a writer task takes the
 responses in request order (Kafka answers a connection's requests in order), each checked against the
-upstream correlation id the proxy gave its request (the client's own ids need not be unique), rewrites broker
-addresses where a response carries them, passes decoded ones through the filter chain, and sends them.
-Answers the proxy gives itself (ApiVersions, a filter's Answer) take their place in the same order.
+upstream correlation id the proxy gave its request (the client's own ids need not be unique), passes it
+through the connection's filter chain (proxy/chain.py: decoded only when a filter declared it) and sends it.
+Answers the proxy gives itself (ApiVersions, a filter's Answer) take their place in the same order. Large
+Produce requests and large responses no filter decodes are streamed (proxy/streaming.py): their record data
+is spliced socket to socket, and what the filters need of them (a Fetch response's tail, each topic's record
+bytes for the metrics) is read from the fields around it as they pass.
 
 The bootstrap port's connections go to any live upstream broker; a broker port's connections to that node.
 An upstream that closes or stops answering (proxy.upstream.request.timeout.ms) closes the client connection:
@@ -17,43 +20,31 @@ from __future__ import annotations
 
 import logging
 import socket
-import ssl
 import struct
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import trio
 
-from logway.proxy.addresses import NodeOutOfRange
 from logway.proxy.api_versions import API_VERSIONS, API_VERSIONS_RANGE, Ranges, api_versions_response
-from logway.proxy.fetch_walk import WALKED_FROM, FetchWalk, TailDoesNotFit, address_growth, rewrite_tail
-from logway.proxy.filters.base import Answer, ClientInfo, Filter
+from logway.proxy.chain import FETCH_KEY, Answered, FilterChain, Seen
+from logway.proxy.fetch_walk import FetchWalk
+from logway.proxy.filters.base import REQUEST, RESPONSE, RESPONSE_HEAD, ClientInfo, Disconnect, Filter, Frame
 from logway.proxy.frames import (
     PRODUCE_KEY,
     SIZE,
-    decode_request,
-    decode_response,
-    encode_request,
     encode_response_frame,
     produce_expects_response,
     read_request_header,
-    response_body_offset,
     response_correlation_id,
     set_request_correlation_id,
     set_response_correlation_id,
 )
-from logway.proxy.rewrite import (
-    DESCRIBE_CLUSTER,
-    METADATA,
-    NODE_ENDPOINTS_FROM,
-    REWRITTEN_APIS,
-    may_carry_endpoints,
-    rewrite_addresses,
-    upstream_endpoints,
-)
-from logway.proxy.splice import Pipe, SourceClosed, SourceStalled
+from logway.proxy.produce_walk import ProduceWalk
+from logway.proxy.splice import IOV_MAX, Pipe
+from logway.proxy.streaming import SPLICE_FROM, ClientSource, FrameDoesNotWalk, FrameRelay, UpstreamSource
 from logway.proxy.upstream import Upstream, UpstreamError
 from logway.server.connection import Connection, ConnectionClosed, RequestHandler
 from logway.server.security.authorizer import client_host
@@ -65,13 +56,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FETCH_KEY = 1
 FilterFactory = Callable[[ClientInfo], Filter]
 _SMALL = 64 * 1024  # responses up to this size are read whole and sent in one send; larger ones are streamed
-_READ_AHEAD = 32 * 1024  # a streamed response's fields are received this far ahead (its records are spliced;
-# a response of many small partitions is still read in few receives)
 _STREAM_REQUEST_FROM = _SMALL  # Produce requests at least this large are streamed upstream as they arrive
-_IOV_MAX = 512  # buffers per sendmsg (Linux allows 1024)
 _COALESCE = 64 * 1024  # small responses already received are sent together up to this many bytes
 _MAX_TAIL = 1024 * 1024  # the most a Fetch response's top-level tagged fields may take
 
@@ -85,19 +72,18 @@ class Pending:
     api_version: int = -1
     upstream_correlation_id: int = -1
     answer: bytes | None = None  # a whole frame (with size prefix) the proxy answers itself
-    requests: list[Any] = field(default_factory=list)  # what each filter returned, for on_response
-    decode_response: bool = False  # a filter that saw the request wants its response decoded
+    seen: Seen = ()  # the filters its response goes through, each with the request it returned
+    heads: tuple = ()  # the filters that read its first bytes
 
 
 class ProxySession(RequestHandler):
-    """The proxy half of one client connection: its filters, its upstream connection and its writer task."""
+    """The proxy half of one client connection: its filter chain, its upstream connection and its writer task."""
 
     answers_inline = False  # the writer task answers, in request order
-    filters: list[Filter] = ()
+    chain: FilterChain
     client: ClientInfo
     upstream: Upstream | None = None
     ranges: Ranges = {}  # what this connection advertises, once its upstream is connected
-    metrics: Any = None  # the proxy's ClientMetrics (its on_frame hook counts every frame), if served
 
     def __init__(self, proxy: Proxy, conn: Connection, node_id: int | None) -> None:
         self.proxy = proxy
@@ -105,13 +91,13 @@ class ProxySession(RequestHandler):
         self.node_id = node_id  # the upstream node this connection's port serves; None = bootstrap
         self._pipe = self._request_pipe = None
         self.stream_from = None  # large Produce requests are streamed upstream once there is a pipe for splice
+        self.silent = False  # a filter dropped the connection: nothing more is forwarded or answered
 
     @asynccontextmanager
     async def session(self, conn: Connection) -> AsyncIterator[None]:
         """The writer task and the splice pipes while the connection serves requests; the upstream closed after."""
         self._queue_in, self._queue_out = trio.open_memory_channel(self.proxy.settings.max_in_flight)
-        self._fit_nodes, self._fit = None, False
-        if not isinstance(conn.sock, ssl.SSLSocket):
+        if conn.spliceable:
             try:
                 self._pipe = Pipe()  # responses (the writer task)
                 self._request_pipe = Pipe()  # requests (the read loop)
@@ -121,10 +107,12 @@ class ProxySession(RequestHandler):
                 if self._pipe is not None:
                     self._pipe.close()
                 self._pipe = None
-        self.client = ClientInfo(principal=conn.principal, host=client_host(conn.peer), listener=conn.listener.name)
-        self.filters = [factory(self.client) for factory in self.proxy.filter_chain(conn.listener.name)]
-        self._filter_keys = frozenset().union(*(f.api_keys for f in self.filters)) if self.filters else frozenset()
-        self.metrics = self.proxy.metrics
+        cluster = self.proxy.virtual_clusters.get(conn.listener.name)
+        self.client = ClientInfo(principal=conn.principal, host=client_host(conn.peer), address=conn.peer,
+                                 listener=conn.listener.name,
+                                 topic_prefix=cluster.topic_prefix if cluster is not None else "")
+        self.chain = FilterChain([factory(self.client) for factory in self.proxy.filter_chain(conn.listener.name)],
+                                 self.client)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write_responses)
@@ -149,12 +137,11 @@ class ProxySession(RequestHandler):
         return [await self._api_versions(header)]
 
     async def stream_frame(self, conn: Connection, size: int) -> bool:
-        """Forward the frame of ``size`` whose head is buffered if it is a Produce no filter looks at: the
-        buffered bytes sent, the rest spliced from the client's socket to the upstream's. False (nothing
-        done) for any other frame, or a head too short to read the acks from."""
+        """Forward the frame of ``size`` whose head is buffered if it is a Produce no filter decodes: the
+        buffered bytes sent, the rest spliced from the client's socket to the upstream's (walked for the
+        observers). False (nothing done) for any other frame, or a head too short to read the acks from."""
         head = conn.buffered()[SIZE.size :]
-        if head[0] != 0 or head[1] != PRODUCE_KEY or PRODUCE_KEY in self._filter_keys or conn.sasl is not None \
-                or self.metrics is not None:
+        if head[0] != 0 or head[1] != PRODUCE_KEY or conn.sasl is not None or self.silent:
             return False
         try:
             header, pos = read_request_header(head)
@@ -166,34 +153,46 @@ class ProxySession(RequestHandler):
             return False
         self.client.principal, self.client.client_id = self.conn.principal, header.client_id
         self._check_advertised(header)
-        pending = Pending(header.correlation_id, header.api_key, header.api_version, upstream.next_correlation_id())
+        plan = self.chain.plan(PRODUCE_KEY, header.api_version)
+        if plan.decodes_request or self.chain.observers and not _splices_early(header.api_version, head[pos:]):
+            return False
+        pending = Pending(header.correlation_id, PRODUCE_KEY, header.api_version, upstream.next_correlation_id(),
+                          seen=plan.undecoded)
         set_request_correlation_id(head, pending.upstream_correlation_id)
-        buffered = conn.buffered()
-        rest = SIZE.size + size - len(buffered)
-        if len(buffered) > self._request_pipe.capacity // 2:  # a large head (a grown buffer): sent apart
-            try:
-                await upstream.send_raw(buffered)
-            except UpstreamError as exc:
-                log.info("closing connection from %s: %s", self.conn.peer, exc)
-                raise ConnectionClosed() from None
-            buffered = b""
-        try:
-            self.conn.io_bytes += await self._request_pipe.move(self.conn.sock, upstream.socket, rest,
-                                                           self.proxy.config.connections_max_idle_ms / 1000, buffered)
-        except (SourceClosed, SourceStalled) as exc:
-            raise MalformedRequest(f"truncated frame: {exc}") from None
-        except OSError as exc:
-            log.info("closing connection from %s: %s: send failed: %s", self.conn.peer, upstream, exc)
-            raise ConnectionClosed() from None
-        finally:
-            del head, buffered
-            conn.drop_buffered()  # the buffer held only this frame's head: its bytes are sent
+        del head
+        await self._stream_request(header.api_version, SIZE.size + pos, SIZE.size + size)
         if expects_response:
             await self._queue_in.send(pending)
         return True
 
+    async def _stream_request(self, version: int, header_size: int, frame_size: int) -> None:
+        """The Produce request of ``frame_size`` bytes (with its size prefix, its header ``header_size``) from
+        the client's buffer and socket to the upstream's; for the observers, walked to its record sets."""
+        upstream = self.upstream
+        relay = FrameRelay(ClientSource(self.conn, self.proxy.config.connections_max_idle_ms / 1000), frame_size,
+                           self._request_pipe, upstream.socket, upstream.send_parts, self.conn, _truncated)
+        record_sets = None
+        try:
+            if self.chain.observers:
+                await relay.fields(header_size)
+                walk = ProduceWalk(version)
+                try:
+                    await relay.walk(walk, tail=False)
+                    record_sets = walk.record_sets
+                except FrameDoesNotWalk:
+                    pass  # forwarded all the same (the upstream answers bad bytes): no per-topic counts
+            await relay.rest()
+            await relay.flush()
+        except (OSError, UpstreamError) as exc:
+            log.info("closing connection from %s: %s: send failed: %s", self.conn.peer, upstream, exc)
+            raise ConnectionClosed() from None
+        if self.chain.observers:
+            self.chain.observe(Frame(REQUEST, PRODUCE_KEY, version, frame_size, record_sets))
+
     async def forward(self, frame: memoryview) -> None:
         """Forward one request upstream (or answer it) and queue what its response will need."""
+        if self.silent:
+            return
         header, pos = read_request_header(frame)
         self.client.principal, self.client.client_id = self.conn.principal, header.client_id
         if header.api_key == API_VERSIONS:
@@ -201,24 +200,32 @@ class ProxySession(RequestHandler):
             return
         upstream = await self._upstream()
         self._check_advertised(header)
-        pending = Pending(header.correlation_id, header.api_key, header.api_version, upstream.next_correlation_id())
-        expects_response = header.api_key != 0 or produce_expects_response(frame, header, pos)
+        key, version = header.api_key, header.api_version
+        plan = self.chain.plan(key, version)
+        pending = Pending(header.correlation_id, key, version, upstream.next_correlation_id(), seen=plan.undecoded,
+                          heads=plan.heads)
+        expects_response = key != PRODUCE_KEY or produce_expects_response(frame, header, pos)
         out = None
-        if header.api_key in self._filter_keys:
-            out = self._filtered_request(header, frame, pos, pending)
-            if pending.answer is not None:
+        if plan.decodes_request:
+            try:
+                out, pending.seen = await self.chain.request(header, frame, pos, pending.upstream_correlation_id, plan)
+            except Answered as answered:
+                await self._hold()
                 if expects_response:  # (an acks=0 Produce gets no answer, as from Kafka)
+                    pending.answer = _framed(answered.frame)
                     await self._queue_in.send(pending)
                 return
+            except Disconnect as fault:
+                self._disconnect(fault)
+                return
+            await self._hold()
         if out is None:  # no filter changed the request: forward its bytes
             set_request_correlation_id(frame, pending.upstream_correlation_id)
             out = frame
-        elif self.metrics is not None and header.api_key == PRODUCE_KEY:
+        elif self.chain.observers and key == PRODUCE_KEY:
             pos = read_request_header(out)[1]
-        if self.metrics is not None:
-            body = memoryview(out)[pos:] if header.api_key == PRODUCE_KEY else None
-            self.metrics.on_frame(self.client, header.api_key, header.api_version, "request", SIZE.size + len(out),
-                                  body)
+        if self.chain.observers:
+            self.chain.observe_request(key, version, out, pos)
         try:
             await upstream.send(out)
         except UpstreamError as exc:
@@ -227,28 +234,17 @@ class ProxySession(RequestHandler):
         if expects_response:
             await self._queue_in.send(pending)
 
-    def _filtered_request(self, header: RequestHeader, frame: memoryview, pos: int, pending: Pending) -> bytes | None:
-        """The request as the filters leave it, encoded; None if they left it as it came."""
-        key, version = header.api_key, header.api_version
-        original = request = decode_request(header, bytes(frame), pos)
-        try:
-            for f in self.filters:
-                if key in f.api_keys:
-                    request = f.on_request(self.client, key, version, request)
-                    wants = getattr(f, "wants_response", None)
-                    pending.decode_response |= wants(key, version) if wants is not None else True
-                pending.requests.append(request)
-        except Answer as answer:
-            # The filters before the one that answered see the answer as a response (the tenant filter
-            # strips its names from an ACL denial).
-            response = self._through_filters(key, version, pending.requests, answer.response)
-            pending.answer = _framed(encode_response_frame(key, version, header.correlation_id, response))
-            return None
-        if request is original:
-            return None
-        upstream_header = RequestHeader(header.api_key, header.api_version, pending.upstream_correlation_id,
-                                        header.client_id)
-        return encode_request(upstream_header, request)
+    async def _hold(self) -> None:
+        """Hold the request the chain just saw for as long as a filter asked (this connection's read loop only)."""
+        if self.chain.hold > 0:
+            await trio.sleep(self.chain.hold)
+
+    def _disconnect(self, fault: Disconnect) -> None:
+        """A filter's Disconnect: close the connection, or go silent until the client closes it."""
+        log.debug("connection from %s: %s", self.conn.peer, fault)
+        if not fault.silent:
+            raise ConnectionClosed()
+        self.silent = True
 
     def _check_advertised(self, header: RequestHeader) -> None:
         ranges = self.ranges
@@ -299,7 +295,7 @@ class ProxySession(RequestHandler):
         try:
             async for pending in self._queue_out:
                 await self._respond(pending, out)
-                while out and len(out) < _IOV_MAX - 2 and self._held_size(out) < _COALESCE and self._next_buffered():
+                while out and len(out) < IOV_MAX - 2 and self._held_size(out) < _COALESCE and self._next_buffered():
                     try:
                         pending = self._queue_out.receive_nowait()
                     except (trio.WouldBlock, trio.EndOfChannel):
@@ -391,19 +387,7 @@ class ProxySession(RequestHandler):
         if frame is None:
             raise UpstreamError(f"{upstream}: no response to {api_name(pending.api_key)} within "
                                 "proxy.upstream.request.timeout.ms")
-        got = response_correlation_id(frame)
-        if got != pending.upstream_correlation_id:
-            raise UpstreamError(f"{upstream}: response with correlation id {got}, expected "
-                                f"{pending.upstream_correlation_id}")
-        if self.metrics is not None:
-            body = memoryview(frame)[response_body_offset(FETCH_KEY, pending.api_version, frame):] \
-                if pending.api_key == FETCH_KEY else None
-            self.metrics.on_frame(self.client, pending.api_key, pending.api_version, "response",
-                                  SIZE.size + len(frame), body)
-        if self._must_decode(pending, frame):
-            frame = self._rewritten(pending, frame)
-        else:
-            set_response_correlation_id(frame, pending.client_correlation_id)
+        frame = self._for_client(pending, frame)
         if len(frame) <= _SMALL:
             out.append(SIZE.pack(len(frame)))
             out.append(frame)
@@ -416,126 +400,85 @@ class ProxySession(RequestHandler):
         """A large response with its size prefix in one sendmsg (a TLS socket: two sends)."""
         await self.conn.send_parts([SIZE.pack(len(frame)), frame])
 
+    def _for_client(self, pending: Pending, frame: bytearray) -> bytes | bytearray:
+        """The upstream's whole response as the client gets it: counted by the observers, then decoded through
+        the filters if one of them needs it, else renumbered in place."""
+        self._check_correlation_id(pending, frame)
+        key, version, seen, chain = pending.api_key, pending.api_version, pending.seen, self.chain
+        if pending.heads:
+            chain.response_head(key, version, pending.heads, bytes(frame[:RESPONSE_HEAD]))
+        if chain.observers:
+            chain.observe_response(key, version, frame)
+        if not seen or not chain.must_decode(key, version, seen, frame):
+            set_response_correlation_id(frame, pending.client_correlation_id)
+            return frame
+        try:
+            return chain.response_frame(key, version, seen, frame, pending.client_correlation_id)
+        except MalformedRequest as exc:
+            raise UpstreamError(f"{self.upstream}: {exc}") from None
+
+    def _check_correlation_id(self, pending: Pending, frame: bytes | bytearray) -> None:
+        got = response_correlation_id(frame)
+        if got != pending.upstream_correlation_id:
+            raise UpstreamError(f"{self.upstream}: response with correlation id {got}, expected "
+                                f"{pending.upstream_correlation_id}")
+
     # --- streaming: a large response sent on while it arrives ------------------------------------------
 
     def _streamable(self, pending: Pending, size: int) -> bool:
-        """A large response nothing needs to decode, from a plain upstream socket to a plain client socket:
-        streamed (its records spliced). A Fetch v16+ is walked to its node_endpoints, which must fit the bytes
-        the upstream gave them (the size goes out first): when the proxy's address for some broker is longer
-        than the upstream's (or one byte shorter), such responses are buffered and decoded instead."""
-        if size <= _SMALL or pending.decode_response or self.metrics is not None or self._pipe is None:
+        """A large response no filter must decode, from a plain upstream socket to a plain client socket:
+        streamed (its records spliced)."""
+        if size <= _SMALL or self._pipe is None:
             return False
-        if self.upstream.socket is None or isinstance(self.conn.sock, ssl.SSLSocket):
+        if self.upstream.socket is None or not self.conn.spliceable:
             return False
-        key = pending.api_key
-        if key == FETCH_KEY:
-            return pending.api_version < WALKED_FROM or self._endpoints_fit()
-        return key not in REWRITTEN_APIS
-
-    def _endpoints_fit(self) -> bool:
-        nodes = self.proxy.cluster.nodes
-        if nodes is not self._fit_nodes:
-            addressing = self.proxy.addressing[self.conn.listener.name]
-            self._fit_nodes, self._fit = nodes, all(_fits(host, node, addressing) for node, (host, _) in nodes.items())
-        return self._fit
+        return self.chain.may_stream(pending.api_key, pending.api_version, pending.seen)
 
     async def _stream(self, pending: Pending, size: int) -> None:
         """Send the response on as it arrives: its size and correlation id, then its fields as read and its
-        record data spliced socket to socket; a Fetch v16+'s node_endpoints (its last bytes) rewritten."""
-        upstream = self.upstream
-        await self._upstream_fill(8)
+        record data spliced socket to socket. A Fetch response is walked when a filter takes its tail (the
+        address rewriting of node_endpoints, its last bytes) or the observers count its record sets."""
+        upstream, chain = self.upstream, self.chain
+        relay = FrameRelay(UpstreamSource(upstream, self.proxy.settings.request_timeout), SIZE.size + size,
+                           self._pipe, self.conn.sock, self.conn.send_parts, self.conn,
+                           lambda message: UpstreamError(f"{upstream}: {message}"))
+        if pending.heads:
+            await relay.fill(min(SIZE.size + size, SIZE.size + RESPONSE_HEAD))
+            head = bytes(upstream.head(SIZE.size + RESPONSE_HEAD))[SIZE.size:]
+            self._check_correlation_id(pending, head)
+            chain.response_head(pending.api_key, pending.api_version, pending.heads, head)
+        await relay.fill(8)
         head = upstream.take(8)
-        got = response_correlation_id(head[4:])
-        if got != pending.upstream_correlation_id:
-            raise UpstreamError(f"{upstream}: response with correlation id {got}, expected "
-                                f"{pending.upstream_correlation_id}")
-        out = [head[:4] + SIZE.pack(pending.client_correlation_id)]
-        left = size - 4  # bytes of this frame still to come
-        if pending.api_key != FETCH_KEY or pending.api_version < WALKED_FROM:
-            await self._pass_through(left, out)
-            await self.conn.send_parts(out)
-            return
-        walk = FetchWalk()
-        while not walk.at_tail:
-            with upstream.head(left) as view:
-                fields, records = walk.step(view)
-            if fields:
-                out.append(upstream.take(fields))
-                left -= fields
-            if records:
-                if records > left:
-                    raise UpstreamError(f"{upstream}: Fetch records of {records} bytes past the response's end")
-                await self._pass_through(records, out)
-                left -= records
-            elif not fields and not walk.at_tail:
-                if upstream.buffered >= left:
-                    raise UpstreamError(f"{upstream}: Fetch response ends inside its fields")
-                await self._upstream_fill(upstream.buffered + 1)
-        if left > _MAX_TAIL:
-            raise UpstreamError(f"{upstream}: Fetch response with {left} bytes of tagged fields")
-        await self._upstream_fill(left)
+        relay.left -= 8
+        self._check_correlation_id(pending, head[4:])
+        relay.out.append(head[:4] + SIZE.pack(pending.client_correlation_id))
+        key, version, seen = pending.api_key, pending.api_version, pending.seen
+        record_sets = None
         try:
-            tail = rewrite_tail(upstream.take(left), self.proxy.addressing[self.conn.listener.name])
-        except (MalformedRequest, TailDoesNotFit) as exc:
-            raise UpstreamError(f"{upstream}: streamed Fetch response: {exc}") from None
-        out.append(tail)
-        await self.conn.send_parts(out)
+            if key == FETCH_KEY and (seen or chain.observers):
+                record_sets = await self._walk_fetch(relay, version, strict=bool(seen))
+            if seen:
+                relay.out.append(chain.streamed_tail(key, version, seen, await relay.take_rest(_MAX_TAIL)))
+            else:
+                await relay.rest()
+        except (FrameDoesNotWalk, MalformedRequest) as exc:
+            raise UpstreamError(f"{upstream}: streamed {api_name(key)} response: {exc}") from None
+        if chain.observers:  # (before the last bytes go: the client cannot have the response before it counts)
+            chain.observe(Frame(RESPONSE, key, version, SIZE.size + size, record_sets))
+        await relay.flush()
 
-    async def _upstream_fill(self, n: int) -> None:
-        """Buffer ``n`` bytes of the upstream's stream, at most the stall timeout without a byte."""
-        with trio.move_on_after(self.proxy.settings.request_timeout) as scope:
-            await self.upstream.fill(n, _READ_AHEAD)
-        if scope.cancelled_caught:
-            raise UpstreamError(f"{self.upstream}: response stalled for proxy.upstream.request.timeout.ms")
-
-    async def _pass_through(self, n: int, out: list[bytes]) -> None:
-        """Forward the next ``n`` bytes unread: the buffered ones queued in ``out``, the rest spliced (after
-        ``out`` is sent, in order)."""
-        upstream = self.upstream
-        have = min(upstream.buffered, n)
-        if have:
-            out.append(upstream.take(have))
-            n -= have
-        if not n:
-            return
-        await self.conn.send_parts(out)
-        out.clear()
+    @staticmethod
+    async def _walk_fetch(relay: FrameRelay, version: int, strict: bool):
+        """A streamed Fetch response walked to its tail: its record sets, None when it does not walk (``strict``:
+        FrameDoesNotWalk, its tail is needed)."""
+        walk = FetchWalk(version)
         try:
-            self.conn.io_bytes += await self._pipe.move(upstream.socket, self.conn.sock, n, self.proxy.settings.request_timeout)
-        except (SourceClosed, SourceStalled) as exc:
-            raise UpstreamError(f"{upstream}: {exc}") from None
-
-    def _must_decode(self, pending: Pending, frame: bytearray) -> bool:
-        key = pending.api_key
-        if pending.decode_response:
-            return True
-        if key not in REWRITTEN_APIS:
-            return False
-        since = NODE_ENDPOINTS_FROM.get(key)
-        if since is None:
-            return True
-        cluster = self.proxy.cluster
-        return pending.api_version >= since and may_carry_endpoints(frame, cluster.markers, len(cluster.nodes))
-
-    def _rewritten(self, pending: Pending, frame: bytearray) -> bytes:
-        key, version = pending.api_key, pending.api_version
-        try:
-            response = decode_response(key, version, bytes(frame))
-        except MalformedRequest as exc:
-            raise UpstreamError(f"{self.upstream}: {exc}") from None
-        if key in REWRITTEN_APIS:
-            if key in (METADATA, DESCRIBE_CLUSTER):
-                self.proxy.cluster.learn(upstream_endpoints(key, response))
-            response = rewrite_addresses(key, response, self.proxy.addressing[self.conn.listener.name])
-        response = self._through_filters(key, version, pending.requests, response)
-        return encode_response_frame(key, version, pending.client_correlation_id, response)
-
-    def _through_filters(self, key: int, version: int, requests: list[Any], response: Any) -> Any:
-        """``response`` through the on_response of the filters that saw its request, last filter first."""
-        for f, request in reversed(list(zip(self.filters, requests, strict=False))):
-            if key in f.api_keys:
-                response = f.on_response(self.client, key, version, request, response)
-        return response
+            await relay.walk(walk)
+        except FrameDoesNotWalk:
+            if strict:
+                raise
+            return None
+        return walk.record_sets
 
     def _close_client(self) -> None:
         """Shut the client socket down: the read loop ends and the connection closes."""
@@ -545,15 +488,20 @@ class ProxySession(RequestHandler):
             pass
 
 
-def _fits(upstream_host: str, node_id: int, addressing) -> bool:
-    """Whether node ``node_id``'s endpoint rewritten fits a padding field in its upstream bytes: the same
-    size, or smaller by two bytes or more (a node without a port is left out: always fits)."""
+def _splices_early(version: int, body_head: memoryview) -> bool:
+    """Whether a Produce request the observers need walked is worth streaming: its first record set to run
+    past its buffered head does so by SPLICE_FROM bytes or more (the batches of one request are alike). One of
+    many small record sets is read whole instead: walking it as it streams would copy it all through Python in
+    pieces, and splice nothing."""
     try:
-        host, _ = addressing.advertised(node_id)
-    except NodeOutOfRange:
-        return True
-    growth = address_growth(upstream_host, host)
-    return growth == 0 or growth <= -2
+        walked, opaque = ProduceWalk(version).step(body_head)
+    except MalformedRequest:
+        return False  # read whole: its per-topic counts are lost there
+    return opaque - (len(body_head) - walked) >= SPLICE_FROM
+
+
+def _truncated(message: str) -> MalformedRequest:
+    return MalformedRequest(f"truncated frame: {message}")
 
 
 def _framed(frame: bytes) -> bytes:

@@ -11,11 +11,22 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
+from collections.abc import Sequence
 
 import trio
 
 PIPE_SIZE = 1024 * 1024
 _FLAGS = os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK
+IOV_MAX = 512  # buffers per writev/sendmsg (Linux allows 1024)
+
+
+def drop_sent(views: list[memoryview], sent: int) -> None:
+    """Take the first ``sent`` bytes off ``views`` (after a gathering write that sent that many)."""
+    while sent:
+        if sent >= len(views[0]):
+            sent -= len(views.pop(0))
+        else:
+            views[0], sent = views[0][sent:], 0
 
 
 class SourceClosed(Exception):
@@ -38,18 +49,18 @@ class Pipe:
         self.capacity = fcntl.fcntl(self.w, fcntl.F_GETPIPE_SZ)
 
     async def move(self, src: socket.socket | trio.socket.SocketType, dst: socket.socket, n: int,
-                   src_timeout: float, head: bytes | memoryview = b"") -> int:
-        """Send ``head`` (copied into the pipe: one send with what follows, not a packet of its own; at most
-        half the pipe), then move exactly ``n`` bytes from ``src`` to ``dst``; returns the bytes sent. Waits
-        for whichever side blocks progress; raises SourceClosed/SourceStalled (no byte for ``src_timeout`` s)
-        from the source, OSError from the destination."""
+                   src_timeout: float, head: Sequence[bytes | memoryview] = ()) -> int:
+        """Send the ``head`` parts (copied into the pipe: one send with what follows, not a packet of their own;
+        at most half the pipe), then move exactly ``n`` bytes from ``src`` to ``dst``; returns the bytes sent.
+        Waits for whichever side blocks progress; raises SourceClosed/SourceStalled (no byte for ``src_timeout``
+        s) from the source, OSError from the destination."""
         fd_in, fd_out = src.fileno(), dst.fileno()
         to_read, in_pipe, sent = n, 0, 0
-        view = memoryview(head)
-        while view:  # the pipe is empty and has room: one write in practice
-            written = os.write(self.w, view)
-            view = view[written:]
+        views = [memoryview(part) for part in head if len(part)]
+        while views:  # the pipe is empty and has room: one write in practice
+            written = os.writev(self.w, views[:IOV_MAX])
             in_pipe += written
+            drop_sent(views, written)
         n += in_pipe
         while sent < n:
             moved = False

@@ -18,7 +18,8 @@ import trio
 
 from logway.proxy.api_versions import API_VERSIONS, Ranges, parse_ranges
 from logway.proxy.config import UpstreamSecurity
-from logway.proxy.frames import decode_response, encode_request, response_correlation_id
+from logway.proxy.frames import Received, decode_response, encode_request, response_correlation_id
+from logway.proxy.splice import IOV_MAX, drop_sent
 from logway.server.security.scram import ScramClient, ScramError
 from logway.server.tls_socket import TlsSocket, handshake
 from logway.server.tls_socket import send_parts as send_tls_parts
@@ -35,18 +36,14 @@ CLIENT_ID = "logway-proxy"
 
 async def send_parts(sock: socket.socket, parts: list) -> None:
     """Send every byte of ``parts`` on a non-blocking socket with sendmsg (gather I/O: no copy to join them)."""
-    views = [memoryview(p).cast("B") for p in parts]
+    views = [memoryview(p).cast("B") for p in parts if len(p)]
     while views:
         try:
-            sent = sock.sendmsg(views)
+            sent = sock.sendmsg(views[:IOV_MAX])
         except BlockingIOError:
             await trio.lowlevel.wait_writable(sock)
             continue
-        while sent:
-            if sent >= len(views[0]):
-                sent -= len(views.pop(0))
-            else:
-                views[0], sent = views[0][sent:], 0
+        drop_sent(views, sent)
     await trio.lowlevel.checkpoint_if_cancelled()
 
 
@@ -66,7 +63,7 @@ class UpstreamAuthenticationError(UpstreamError):
     """The upstream refused the proxy's own credentials (proxy.upstream.sasl.*): a configuration error."""
 
 
-class Upstream:
+class Upstream(Received):
     """A connected, authenticated upstream connection and the API ranges its broker answered."""
 
     def __init__(self, sock: socket.socket, address: tuple[str, int], node_id: int | None) -> None:
@@ -172,9 +169,9 @@ class Upstream:
         else:
             await self._send([_SIZE.pack(len(frame)), frame])
 
-    async def send_raw(self, data: bytes | memoryview) -> None:
-        """Send bytes as they are (the head of a frame whose rest is spliced to ``socket``)."""
-        await self._send([data])
+    async def send_parts(self, parts: list[bytes]) -> None:
+        """Send bytes as they are (fields of a frame whose record data is spliced to ``socket``)."""
+        await self._send(parts)
 
     async def _send(self, parts: list) -> None:
         try:
@@ -230,21 +227,6 @@ class Upstream:
             return None
         (size,) = _SIZE.unpack_from(self._buf, 0)
         return size if 4 <= size <= max_size and len(self._buf) >= 4 + size else None
-
-    @property
-    def buffered(self) -> int:
-        """Bytes received and not yet taken."""
-        return len(self._buf)
-
-    def head(self, n: int) -> memoryview:
-        """A view of the first ``n`` buffered bytes (at most): release it before the next take or fill."""
-        return memoryview(self._buf)[:n]
-
-    def take(self, n: int) -> bytes:
-        """The first ``n`` buffered bytes, removed from the buffer."""
-        out = bytes(self._buf[:n])
-        del self._buf[:n]
-        return out
 
     async def fill(self, n: int, read_ahead: int) -> None:
         """Receive until ``n`` bytes are buffered, each receive asking for at most ``read_ahead`` more than

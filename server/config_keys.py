@@ -42,7 +42,7 @@ NOT_APPLICABLE: frozenset[str] = frozenset({
     "controlled.shutdown.enable", "create.topic.policy.class.name", "alter.config.policy.class.name",
     # Metrics reporters, quotas and other features Logway does not implement.
     "metric.reporters", "metrics.num.samples", "metrics.sample.window.ms", "group.coordinator.rebalance.protocols",
-    "group.consumer.heartbeat.interval.ms", "group.consumer.session.timeout.ms", "share.coordinator.enable",
+    "share.coordinator.enable",
     "producer.id.expiration.ms", "log.message.format.version",
     "inter.broker.protocol.version", "unstable.api.versions.enable", "log.cleaner.io.max.bytes.per.second",
     "log.cleaner.io.buffer.size", "log.cleaner.backoff.ms.max",

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from logway.server.audit import NO_AUDIT, Audit, Client
 from logway.server.config import Listener
 from logway.server.request_memory import RESIZE_AFTER_S, RequestMemory
 from logway.server.security.realm import Realm
@@ -88,12 +89,14 @@ class Deferred:
 @dataclass(frozen=True)
 class ListenerContext:
     """A listener as its connections see it: its name and address, its security (TLS, SASL), the realm its
-    clients authenticate against and are authorized in, and the largest request (socket.request.max.bytes)."""
+    clients authenticate against and are authorized in, the largest request (socket.request.max.bytes) and
+    the audit log its authentications and ACL denials go to."""
 
     listener: Listener
     security: ListenerSecurity
     realm: Realm
     max_request_bytes: int
+    audit: Audit = NO_AUDIT
 
 
 class RequestHandler:
@@ -138,12 +141,15 @@ class Connection:
     # The API of the request being answered, set by the handler (-1: none, e.g. a bare SASL token), for metrics.
     api_key = -1
     api_version = 0
+    # Whether bytes may be spliced to and from the socket (not through TLS: its records are encrypted in user space).
+    spliceable = True
 
     def __init__(self, sock: socket.socket, peer: str, context: ListenerContext, memory: RequestMemory,
                  stats: ServerStats, make_handler: HandlerFactory) -> None:
         self.listener = context.listener
         self.security = context.security
         self.realm = context.realm
+        self.audit = context.audit
         self.max_request_bytes = context.max_request_bytes
         self.stats = stats
         self.sasl: SaslSession | None = None
@@ -178,6 +184,10 @@ class Connection:
         self.turn_requests = 0
         self.turn_bytes = 0
         self.handler = make_handler(self)
+
+    def audit_client(self, client_id: str | None = None) -> Client:
+        """This connection as the audit log names it (its principal and address; a request's client id)."""
+        return Client(self.principal, self.peer, self.listener.name, client_id)
 
     # -- reading request frames -------------------------------------------------------------------------------
 

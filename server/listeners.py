@@ -11,6 +11,7 @@ import socket as stdlib_socket
 
 import trio
 
+from logway.server.audit import NO_AUDIT, Audit
 from logway.server.config import Listener, ServerConfig, canonical_ip
 from logway.server.connection import Connection, HandlerFactory, ListenerContext
 from logway.server.connection_limits import ConnectionQuotas, expire_idle_connections
@@ -43,9 +44,11 @@ async def open_listeners(config: ServerConfig) -> list[tuple[Listener, trio.Sock
     return listeners
 
 
-def listener_context(config: ServerConfig, listener: Listener, realm: Realm) -> ListenerContext:
-    """What the connections of ``listener`` need to know of it, with the realm they authenticate in."""
-    return ListenerContext(listener, config.security[listener.name], realm, config.socket_request_max_bytes)
+def listener_context(config: ServerConfig, listener: Listener, realm: Realm, audit: Audit = NO_AUDIT
+                     ) -> ListenerContext:
+    """What the connections of ``listener`` need to know of it, with the realm they authenticate in and the
+    audit log their authentications and ACL denials go to."""
+    return ListenerContext(listener, config.security[listener.name], realm, config.socket_request_max_bytes, audit)
 
 
 class Server:

@@ -10,7 +10,9 @@ import logging
 import os
 import socket
 import ssl
+from dataclasses import replace
 
+from logway.server.audit import authentication
 from logway.server.connection import Connection, ConnectionClosed
 from logway.server.tls_socket import TlsSocket, handshake, send_parts
 from logway.wire.fetch import FileSlice
@@ -31,6 +33,7 @@ class TlsConnection(Connection):
     """A Connection whose socket is a TlsSocket; the handshake runs before the first request."""
 
     sock: TlsSocket
+    spliceable = False
 
     async def handshake(self) -> None:
         try:
@@ -41,6 +44,7 @@ class TlsConnection(Connection):
             # A plaintext client, an untrusted or expired certificate, no shared protocol: Kafka logs
             # "Failed authentication with <peer> (SSL handshake failed)" and closes.
             log.info("failed authentication with %s (SSL handshake failed: %s)", self.peer, exc.reason or exc)
+            self._audit(f"SSL handshake failed: {exc.reason or exc}")
             raise ConnectionClosed() from None
         except OSError:
             if self.expired:  # connections.max.idle.ms ran out mid-handshake (expire() shut the socket down)
@@ -55,9 +59,19 @@ class TlsConnection(Connection):
             except ValueError as exc:  # Kafka: "Failed to map name for '<dn>' based on SSL principal mapping rules."
                 log.info("failed authentication with %s (Failed to map name for '%s' based on SSL principal "
                          "mapping rules: %s)", self.peer, dn, exc)
+                self._audit(f"Failed to map name for '{dn}' based on SSL principal mapping rules: {exc}")
                 raise ConnectionClosed() from None
             self.principal = "User:" + name
             log.debug("%s: TLS client authenticated as %s", self.peer, self.principal)
+            self._audit()
+
+    def _audit(self, error: str | None = None) -> None:
+        """An authentication event: a client certificate accepted (mTLS) or a handshake that failed (Kafka counts
+        both as authentications). A TLS client without a certificate has not authenticated: no event."""
+        if self.audit.enabled:
+            client = self.audit_client()
+            self.audit.record(authentication(client if error is None else replace(client, principal=None), "SSL",
+                                             error))
 
     async def send_all(self, data: bytes | memoryview) -> None:
         """Encrypt and send all of ``data``; returns once the kernel has taken every record."""

@@ -13,15 +13,9 @@ INT32_MAX = 2**31 - 1
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
-# Zig-zag bytes for the small values that make up most record fields (lengths, deltas, -1 for null).
-_SMALL = {n: bytes((((n << 1) ^ (n >> 63)),)) for n in range(-64, 64)}
 
 
-def encode_varint(value: int) -> bytes:
-    """Zig-zag varint bytes of a signed 64-bit ``value`` (ByteUtils.writeVarlong; same bytes as writeVarint)."""
-    small = _SMALL.get(value)
-    if small is not None:
-        return small
+def _encode(value: int) -> bytes:
     if not INT64_MIN <= value <= INT64_MAX:
         raise ValueError(f"varint value {value} outside int64")
     zz = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
@@ -31,6 +25,17 @@ def encode_varint(value: int) -> bytes:
         zz >>= 7
     out.append(zz)
     return bytes(out)
+
+
+# Zig-zag bytes of the one- and two-byte values that make up most record fields (lengths of values up to 8 KiB,
+# timestamp and offset deltas, -1 for null): a lookup instead of a loop (record building, encryption at the proxy).
+_SMALL = {n: _encode(n) for n in range(-8192, 8192)}
+
+
+def encode_varint(value: int) -> bytes:
+    """Zig-zag varint bytes of a signed 64-bit ``value`` (ByteUtils.writeVarlong; same bytes as writeVarint)."""
+    small = _SMALL.get(value)
+    return small if small is not None else _encode(value)
 
 
 def size_of_varint(value: int) -> int:
@@ -45,6 +50,10 @@ def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
         byte = buf[pos]
         if byte < 0x80:
             return (byte >> 1) ^ -(byte & 1), pos + 1
+        second = buf[pos + 1]
+        if second < 0x80:  # two bytes: lengths up to 8 KiB, the other common case
+            raw = (byte & 0x7F) | (second << 7)
+            return (raw >> 1) ^ -(raw & 1), pos + 2
         raw = byte & 0x7F
         for shift in (7, 14, 21, 28):
             pos += 1

@@ -24,12 +24,13 @@ NO_ID = uuid.UUID(int=0)
 
 # The versions Logway advertises (README "APIs served"); test_api_versions checks them against the server.
 LOGWAY_VERSIONS = {
-    0: (3, 11), 1: (4, 17), 2: (1, 8), 3: (0, 12), 8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4),
-    13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
+    0: (3, 12), 1: (4, 17), 2: (1, 8), 3: (0, 12), 8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4),
+    13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
     22: (0, 5), 23: (2, 4), 29: (1, 3), 30: (1, 3), 31: (1, 3), 32: (1, 4), 33: (0, 2), 36: (0, 2), 37: (0, 3),
     42: (0, 2), 44: (0, 1), 47: (0, 0), 50: (0, 0), 51: (0, 0), 60: (0, 1),
     35: (1, 5), 43: (0, 2), 45: (0, 1), 46: (0, 0), 75: (0, 0),
-    24: (0, 3), 25: (0, 4), 26: (0, 4), 28: (0, 4), 61: (0, 0), 65: (0, 0), 66: (0, 2),
+    24: (0, 3), 25: (0, 4), 26: (0, 5), 28: (0, 5), 61: (0, 0), 65: (0, 0), 66: (0, 2),
+    68: (0, 1), 69: (0, 1), 76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 90: (0, 1), 91: (0, 0), 92: (0, 0),
 }
 API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
              10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
@@ -42,7 +43,10 @@ API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "Offs
              43: "ElectLeaders", 45: "AlterPartitionReassignments", 46: "ListPartitionReassignments",
              75: "DescribeTopicPartitions",
              24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn", 28: "TxnOffsetCommit",
-             61: "DescribeProducers", 65: "DescribeTransactions", 66: "ListTransactions"}
+             61: "DescribeProducers", 65: "DescribeTransactions", 66: "ListTransactions",
+             68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe", 76: "ShareGroupHeartbeat",
+             77: "ShareGroupDescribe", 78: "ShareFetch", 79: "ShareAcknowledge", 90: "DescribeShareGroupOffsets",
+             91: "AlterShareGroupOffsets", 92: "DeleteShareGroupOffsets"}
 
 Steps = dict[str, Any]
 CaseFn = Callable[[Side, int, str], Steps]

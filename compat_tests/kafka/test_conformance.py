@@ -13,6 +13,11 @@ from typing import NamedTuple
 
 import pytest
 
+from compat_tests.kafka import (
+    cases_groups,  # noqa: F401  (registers the KIP-848 cases)
+    cases_shares,  # noqa: F401  (registers the KIP-932 cases)
+    cases_txn_v2,  # noqa: F401  (registers the KIP-890 part 2 cases)
+)
 from compat_tests.kafka.cases import API_NAMES, CASES, CLIENT_SOFTWARE, LOGWAY_VERSIONS, Case
 from compat_tests.kafka.normalise import differences, normalise
 from compat_tests.kafka.sides import Side
@@ -41,6 +46,9 @@ OPEN: dict[tuple, str | FromVersion] = {
     ("CreateTopics", "segment.bytes below 1 MiB"):
         "open: Logway accepts segment.bytes down to 14 (its own tests roll tiny segments through it); Kafka 4 "
         "answers INVALID_CONFIG below 1048576",
+    ("ShareFetch", "invalid requests"):
+        "accepted: a ShareFetch naming an unknown topic id gets UNKNOWN_TOPIC_ID for that partition; Kafka 4.3.1 "
+        "fails the whole request with UNKNOWN_SERVER_ERROR (a share partition with a null topic name)",
     ("Metadata", "malformed: unknown API key, unsupported version, truncated body, trailing bytes"):
         "open: an array length below -1 closes the connection; Kafka reads any negative length of a "
         "nullable array as null",

@@ -5,7 +5,7 @@ to its default). TOPIC resources are applied to the topic's logs at once and per
 (DescribeConfigs then reports DYNAMIC_TOPIC_CONFIG); validate_only checks without changing anything.
 BROKER resources ("" for the cluster default, or this broker's node id) change the dynamic broker configs
 (gateway/dynamic_broker_config.py: persisted, applied at once; Kafka's INVALID_REQUEST for a config that
-cannot change dynamically). Errors are per resource with Kafka's codes: TOPIC_AUTHORIZATION_FAILED without ALTER_CONFIGS on
+cannot change dynamically). GROUP resources (Kafka 4) set a group's config overrides (gateway/group_configs.py). Errors are per resource with Kafka's codes: TOPIC_AUTHORIZATION_FAILED without ALTER_CONFIGS on
 the topic, UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG for an unknown key or a bad value, INVALID_REQUEST
 for a resource or key named twice, a null value or an empty topic name. Changes of one topic run one at a
 time (Broker.alter_topic_config). The shared steps here serve IncrementalAlterConfigs too.
@@ -34,6 +34,7 @@ MAX_VERSION = 2
 
 TOPIC = 2
 BROKER = 4
+GROUP = 32
 
 # From the current overrides, the new override set of a resource (raises KafkaError on a bad request).
 Change = Callable[[Mapping[str, str]], dict[str, str]]
@@ -72,8 +73,20 @@ async def alter_resource(ctx: RequestContext, resource_type: int, name: str, cha
             return None if validate_only else configs
 
         await broker.alter_broker_config(name, checked_broker)
+    elif resource_type == GROUP:
+        _alter_group(ctx, name, change, validate_only)
     else:
         raise KafkaError(f"Unsupported resource type {resource_type}", ErrorCode.invalid_request)
+
+
+def _alter_group(ctx, name: str, change: Change, validate_only: bool) -> None:
+    """A GROUP resource (Kafka 4): the group's config overrides, checked against GroupConfig's rules (GROUP
+    ALTER_CONFIGS is request_acls' rule)."""
+    configs = ctx.broker.group_configs
+    new = change(dict(configs.overrides.get(name, {})))
+    configs.check(new)
+    if not validate_only:
+        configs.set(name, new)
 
 
 def check_broker_name(name: str, node_id: int) -> None:

@@ -8,8 +8,9 @@ dynamic (DYNAMIC_BROKER_CONFIG, 2), cluster-default dynamic (DYNAMIC_DEFAULT_BRO
 server.properties (STATIC_BROKER_CONFIG, 4) and default (DEFAULT_CONFIG, 5) values of each name that sets it
 (log.retention.ms, .minutes, .hours), in that order, starting at the name itself; a topic override
 (TOPIC_CONFIG, 1) comes first; the source is the first synonym's. v1: include_synonyms, config_source; v3:
-include_documentation and config_type; v4: flexible. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION, other
-resource types INVALID_REQUEST.
+include_documentation and config_type; v4: flexible. Groups (type 32, Kafka 4): every group config with the
+group's override or the broker's value (gateway/group_configs.py). Unknown topics get
+UNKNOWN_TOPIC_OR_PARTITION, other resource types INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ MAX_VERSION = 4
 
 TOPIC = 2
 BROKER = 4
+GROUP = 32
 # DescribeConfigsResponse ConfigSource values.
 SOURCE_TOPIC, SOURCE_DYNAMIC_BROKER, SOURCE_DYNAMIC_DEFAULT, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 2, 3, 4, 5
 # DescribeConfigsResponse ConfigType values.
@@ -146,6 +148,15 @@ def _broker_name_problem(name: str, node_id: int) -> str | None:
     return None
 
 
+def _group_configs(broker, name: str, with_synonyms: bool) -> list[dict]:
+    """Kafka 4's GROUP resource: every group config, the group's override (GROUP_CONFIG, 8) before the broker's."""
+    out = []
+    for key, value, source, kind, synonyms in broker.group_configs.describe(name):
+        entries = [{"name": n, "value": v, "source": src} for n, v, src in synonyms] if with_synonyms else []
+        out.append(_entry(key, value, source, kind, entries))
+    return out
+
+
 async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     broker = ctx.broker
     results = []
@@ -164,6 +175,8 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
                 result.update(error_code=ErrorCode.invalid_request, error_message=problem)
             else:
                 result["configs"] = _broker_configs(broker, r.resource_name, request.include_synonyms)
+        elif r.resource_type == GROUP:
+            result["configs"] = _group_configs(broker, r.resource_name, request.include_synonyms)
         else:
             result.update(error_code=ErrorCode.invalid_request,
                           error_message=f"Unsupported resource type {r.resource_type}")

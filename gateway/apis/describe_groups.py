@@ -1,9 +1,11 @@
-"""DescribeGroups (key 15), v0-v5.
+"""DescribeGroups (key 15), v0-v6.
 
 v1: throttle_time_ms; v3: include_authorized_operations (the group operations
 the principal may do, as Kafka's AuthHelper.authorizedOperations); v4:
-group_instance_id per member; v5: flexible. Member metadata and assignment are filled only for Stable
-groups, as Kafka does.
+group_instance_id per member; v5: flexible; v6: error_message, and a group that does not exist (or is not a
+classic group: a KIP-848 consumer group is described by ConsumerGroupDescribe) gets GROUP_ID_NOT_FOUND instead
+of an error-free "Dead" (KIP-1043). Member metadata and assignment are filled only for Stable groups, as Kafka
+does.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
 
 API_KEY = 15
 MIN_VERSION = 0
-MAX_VERSION = 5
+MAX_VERSION = 6
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
@@ -30,11 +32,12 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
     groups = ctx.broker.groups
     include_operations = ctx.version >= 3 and request.include_authorized_operations
-    result = await groups.call(groups.coordinator.describe_groups, group_ids=list(request.groups))
+    result = await groups.call(groups.coordinator.describe_groups, group_ids=list(request.groups),
+                               not_found_error=ctx.version >= 6)
     return build(response_type(API_KEY, ctx.version), {
         "throttle_time": 0,
         "groups": [{
-            "error_code": g.error_code, "group_id": g.group_id, "group_state": g.state,
+            "error_code": g.error_code, "error_message": _message(g), "group_id": g.group_id, "group_state": g.state,
             "protocol_type": g.protocol_type, "protocol_data": g.protocol,
             "authorized_operations": ctx.authorized_operations(ResourceType.GROUP, g.group_id)
             if include_operations and g.error_code == ErrorCode.none else AUTHORIZED_OPERATIONS_OMITTED,
@@ -44,3 +47,10 @@ async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> Describ
             } for m in g.members],
         } for g in result.groups],
     })
+
+
+def _message(group) -> str | None:
+    """v6's error message for a group that is not there (Kafka's GroupIdNotFoundException texts)."""
+    if group.error_code != ErrorCode.group_id_not_found:
+        return None
+    return f"Group {group.group_id} not found."

@@ -243,7 +243,10 @@ def _denied(ctx: RequestContext, replica_id: int, names: list[str | None]) -> fr
     """The topics the principal may not fetch (request_acls.fetch_denials); one branch without an authorizer."""
     if ctx.authorizer is None:
         return NOTHING_DENIED
-    return fetch_denials(ctx.acl, replica_id, (n for n in names if n is not None)).topics
+    acl = ctx.acl
+    denied = fetch_denials(acl, replica_id, (n for n in names if n is not None)).topics
+    ctx.audit_denials(acl)
+    return denied
 
 
 def _names(ctx: RequestContext, keys: list) -> list[str | None]:
@@ -328,7 +331,7 @@ async def _serve(ctx: RequestContext, request: Any, deadline: float | None, deni
     broker = ctx.broker
     if not isinstance(request, _Request):
         request = _from_kio(request)
-    session = broker.fetch_sessions.context(ctx.version, request, (ctx.principal, ctx.connection.listener.name))
+    session = broker.fetch_sessions.context(ctx.version, request, ctx.owner)
     if session.error:
         return encode_fetch_response(ctx.version, ctx.header.correlation_id, [], error_code=session.error)
     replica_id = fetch_replica_id(request)  # the request's, not its session's

@@ -5,7 +5,8 @@ fresh producer id with epoch 0, as Kafka does, even when v3+ passes an existing 
 transactional id the transaction coordinator bumps the id's epoch (fencing older producers of the same id),
 aborting an ongoing transaction first (CONCURRENT_TRANSACTIONS: the client retries). v2: flexible; v3:
 producer_id/epoch in the request (KIP-360 epoch bump of the current producer); v4: PRODUCER_FENCED (older
-versions get INVALID_PRODUCER_EPOCH instead, KIP-588); v5: no change for us.
+versions get INVALID_PRODUCER_EPOCH instead, KIP-588); v5: no change for us. Under ACLs the id is the
+principal's: another's batches carrying it are refused (gateway/apis/produce.py).
 """
 
 from __future__ import annotations
@@ -46,4 +47,6 @@ async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitPro
         body = await _transactional(ctx, request)
     else:
         body = {"error_code": ErrorCode.none, "producer_id": ctx.broker.next_producer_id(), "producer_epoch": 0}
+    if body["error_code"] == ErrorCode.none and ctx.realm.authorizer is not None:
+        ctx.broker.producer_owners.grant(body["producer_id"], ctx.owner)  # its batches are its only
     return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, **body})

@@ -1,5 +1,5 @@
 """ListGroups (key 16), v0-v5. v1: throttle_time_ms; v3: flexible; v4: states_filter (KIP-518); v5:
-types_filter and group_type (KIP-848: every group here is "classic")."""
+types_filter and group_type (KIP-848: "classic" or "consumer")."""
 
 from __future__ import annotations
 
@@ -28,5 +28,5 @@ async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsR
     return build(response_type(API_KEY, ctx.version), {
         "throttle_time": 0, "error_code": result.error_code,
         "groups": [{"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state,
-                    "group_type": "classic"} for g in result.groups],
+                    "group_type": g.group_type} for g in result.groups],
     })

@@ -5,9 +5,11 @@ is_internal and rack; v2 cluster_id; v3 throttle_time_ms; v4 allow_auto_topic_cr
 versions always allow it); v5 offline_replicas; v7 leader_epoch; v8 authorized operations (when asked for:
 the operations the principal may do, every supported one without an authorizer, as Kafka's AuthHelper); v9 flexible; v10 topic ids (a request may name topics by id: unknown
 ids get UNKNOWN_TOPIC_ID); v11 drops cluster authorized operations; v12 allows null topic names in the
-response for id lookups. Auto-creation follows auto.create.topics.enable with num.partitions, and an
-auto-created topic is answered at once (this broker is its own controller, nothing to wait for). Under ACLs
-request_acls decides what the principal may see and create (Kafka's DESCRIBE and CREATE rules) around this.
+response for id lookups (a topic with a non-zero id is looked up by id, whatever its name: KIP-848 consumers
+resolve the topic ids of their assignment this way). Auto-creation follows auto.create.topics.enable with
+num.partitions, and an auto-created topic is answered at once (this broker is its own controller, nothing to
+wait for). Under ACLs request_acls decides what the principal may see and create (Kafka's DESCRIBE and CREATE
+rules) around this.
 """
 
 from __future__ import annotations
@@ -83,16 +85,27 @@ def invalid_request(ctx: RequestContext, topics: tuple[MetadataRequestTopic, ...
         for t in topics]})
 
 
+def _by_id(broker, topic_id: uuid.UUID | None, by_id: dict[uuid.UUID, str]) -> dict:
+    """The entry of a topic asked for by id (an unknown id: UNKNOWN_TOPIC_ID, no name; under ACLs request_acls
+    refuses a found one the principal may not describe)."""
+    found = by_id.get(topic_id)
+    if found is None:
+        return {**topic_entry(broker, "", ErrorCode.unknown_topic_id, topic_id), "name": None}
+    return topic_entry(broker, found)
+
+
 def _named(ctx: RequestContext, topics: tuple[MetadataRequestTopic, ...], allow_create: bool) -> list[dict]:
-    """The entries of the topics asked for, by name or (v12+) by id (an unknown id: UNKNOWN_TOPIC_ID, no name)."""
+    """The entries of the topics asked for, by name or (v12+) by id."""
     broker = ctx.broker
     by_id = {t.topic_id: t.name for t in broker.logs.topics.values()} if ctx.version >= 10 else {}
+    # Kafka's KafkaApis: when any topic has a non-zero id, the request is an id lookup (names are ignored). The
+    # Java client's MetadataRequest.Builder.forTopicIds leaves each name at its schema default "", not null.
+    ids_only = ctx.version >= 12 and any(t.topic_id is not None for t in topics)
     entries = []
     for t in topics:
-        if t.name is None:
-            found = by_id.get(t.topic_id)
-            entries.append(topic_entry(broker, found) if found is not None else
-                           {**topic_entry(broker, "", ErrorCode.unknown_topic_id, t.topic_id), "name": None})
+        if ids_only or t.name is None:
+            if t.topic_id is not None or t.name is None:
+                entries.append(_by_id(broker, t.topic_id, by_id))
             continue
         try:
             entries.append(_lookup(ctx, t.name, allow_create))

@@ -2,7 +2,8 @@
 
 v2-v4: retention_time_ms (-1: the broker's offsets.retention.minutes); v3: throttle_time_ms; v5: no
 retention time; v6: committed_leader_epoch; v7: group_instance_id; v8: flexible; v9: the generation field
-is "generation id or member epoch" (KIP-848; classic groups use the generation). A commit with generation
+is "generation id or member epoch" (KIP-848: a consumer group member commits with its member epoch, and must
+use v9+; an unknown group with a generation gets GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION). A commit with generation
 -1 and no member id from a consumer without a group membership (assign() users) is accepted for a group
 without members. Unknown topics or partitions get UNKNOWN_TOPIC_OR_PARTITION, as Kafka answers them.
 The answer goes out after the commit is appended to __consumer_offsets.
@@ -59,6 +60,7 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
             group_instance_id=getattr(request, "group_instance_id", None),
             offsets=offsets,
             retention_time_ms=int(retention.total_seconds() * 1000) if retention is not None else -1,
+            api_version=ctx.version,
         )
         errors.update(result.partitions)
     topics = [{"name": t.name, "partitions": [

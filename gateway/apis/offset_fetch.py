@@ -2,8 +2,8 @@
 
 v2: top-level error_code, and null topics fetch every committed partition of the group; v3:
 throttle_time_ms; v5: committed_leader_epoch; v6: flexible; v7: require_stable (a partition with a transactional commit
-awaiting its marker answers UNSTABLE_OFFSET_COMMIT, KIP-447); v8: many groups per request (KIP-709); v9: member id/epoch (KIP-848, unused by
-classic groups). A partition with nothing committed gets offset -1 and empty metadata.
+awaiting its marker answers UNSTABLE_OFFSET_COMMIT, KIP-447); v8: many groups per request (KIP-709); v9: member id/epoch (KIP-848: a consumer group member must send
+its current epoch, else STALE_MEMBER_EPOCH / UNKNOWN_MEMBER_ID for the group; unused by classic groups). A partition with nothing committed gets offset -1 and empty metadata.
 """
 
 from __future__ import annotations
@@ -33,13 +33,14 @@ def _topics(result) -> list[dict]:
     return [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
 
 
-async def _fetch(ctx: RequestContext, group_id: str, topics, require_stable: bool = False) -> tuple[list[dict], int]:
+async def _fetch(ctx: RequestContext, group_id: str, topics, require_stable: bool = False,
+                 member: tuple[str | None, int] = (None, -1)) -> tuple[list[dict], int]:
     """One group's committed offsets as (topics, error code); the ACL checks (GROUP DESCRIBE, TOPIC DESCRIBE)
     are the shared ones dispatch applies (server/security/request_acls.py)."""
     groups = ctx.broker.groups
     partitions = None if topics is None else [(t.name, int(i)) for t in topics for i in t.partition_indexes]
     result = await groups.call(groups.coordinator.offset_fetch, group_id=group_id, partitions=partitions,
-                               require_stable=require_stable)
+                               require_stable=require_stable, member_id=member[0], member_epoch=member[1])
     return _topics(result), result.error_code
 
 
@@ -47,7 +48,8 @@ async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetc
     if ctx.version >= 8:
         out = []
         for g in request.groups:
-            topics, error = await _fetch(ctx, g.group_id, g.topics, request.require_stable)
+            member = (getattr(g, "member_id", None), getattr(g, "member_epoch", -1))
+            topics, error = await _fetch(ctx, g.group_id, g.topics, request.require_stable, member)
             out.append({"group_id": g.group_id, "topics": topics, "error_code": error})
         return build(response_type(API_KEY, ctx.version), {"throttle_time": 0, "groups": out})
     topics, error = await _fetch(ctx, request.group_id, request.topics, getattr(request, "require_stable", False))

@@ -1,4 +1,4 @@
-"""Produce (key 0), v3-v11.
+"""Produce (key 0), v3-v12.
 
 v3: transactional_id, record batch v2 only (Kafka 4 removed v0-v2 and message format v0/v1), exactly one batch
 per partition (ProduceRequest.validateRecords); every record of it is read before it is appended (LogValidator).
@@ -13,7 +13,10 @@ The request is decoded by wire.produce without copying the records (the log patc
 received buffer and writes it out), and the response is encoded by hand there too.
 Transactional batches need the request's transactional_id with TRANSACTIONAL_ID WRITE (else
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as KafkaApis.handleProduceRequest) and, as Kafka 3.6+ verifies them
-(KIP-890 part 1), a partition already added to the producer's ongoing transaction (else INVALID_TXN_STATE).
+(KIP-890 part 1), a partition already added to the producer's ongoing transaction (else INVALID_TXN_STATE, from
+v11 TRANSACTION_ABORTABLE);
+v12 (transaction version 2, KIP-890 part 2) adds the partition to the transaction itself (starting one), as
+Kafka's AddPartitionsToTxnManager asks the coordinator. v13 (topic ids) is not advertised.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from logway.wire.batch import (
     LOG_OVERHEAD,
     MAGIC_POS,
     MAGIC_V2,
+    PRODUCER_ID_POS,
     TRANSACTIONAL_MASK,
     parse_header,
 )
@@ -56,11 +60,12 @@ log = logging.getLogger(__name__)
 
 API_KEY = 0
 MIN_VERSION = 3
-MAX_VERSION = 11
+MAX_VERSION = 12
 RAW = True
 _MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0: the smallest batch length Kafka's iterator accepts
 _LENGTH = struct.Struct(">i")
 _MAGIC = struct.Struct(">b")
+_I64 = struct.Struct(">q")
 
 
 def _check_one_v2_batch(records: memoryview | None, version: int) -> None:
@@ -91,27 +96,60 @@ def _count_failure(stats: BrokerStats, exc: KafkaError) -> None:
         stats.storage_errors["append"] += 1
 
 
+# Kafka's ReplicaManager: what a failed transaction check answers a producer (retriable ones as
+# NOT_ENOUGH_REPLICAS, which older clients retry without a metadata refresh; CONCURRENT_TRANSACTIONS stays for
+# transaction version 2, where it is common while the previous transaction completes).
+_VERIFY_ERRORS = {ErrorCode.coordinator_load_in_progress: ErrorCode.not_enough_replicas,
+                  ErrorCode.coordinator_not_available: ErrorCode.not_enough_replicas,
+                  ErrorCode.not_coordinator: ErrorCode.not_enough_replicas,
+                  ErrorCode.producer_fenced: ErrorCode.invalid_producer_epoch}
+
+
 def _check_transactional(ctx: RequestContext, transactional_id: str | None, id_denied: bool, topic: str, index: int,
-                         records: memoryview) -> None:
+                         records: memoryview) -> bool:
     """A transactional batch: the request's transactional id present and authorized, the partition in its ongoing
-    transaction."""
+    transaction or, from v12 (transaction version 2), added to it now. True when that wrote to __transaction_state."""
     if not records[ATTRIBUTES_POS + 1] & TRANSACTIONAL_MASK:  # one byte read on the hot path
-        return
+        return False
     header = parse_header(records)
     if transactional_id is None or id_denied:
         raise KafkaError("Transactional records need an authorized transactional id",
                          ErrorCode.transactional_id_authorization_failed)
-    error = ctx.broker.transactions.coordinator.verify_partition(
-        transactional_id, header.producer_id, header.producer_epoch, (topic, index))
+    coordinator, version = ctx.broker.transactions.coordinator, ctx.version
+    if version >= 12:
+        error = coordinator.add_partitions(transactional_id, header.producer_id, header.producer_epoch,
+                                           [(topic, index)], now_ms(), client_version=2)
+        error = _VERIFY_ERRORS.get(error, error)
+    else:
+        error = coordinator.verify_partition(
+            transactional_id, header.producer_id, header.producer_epoch, (topic, index))
+        if error == ErrorCode.invalid_txn_state and version >= 11:
+            error = ErrorCode.transaction_abortable  # KIP-890: clients from v11 abort and go on
     if error != ErrorCode.none:
         raise KafkaError(f"Partition {topic}-{index} is not in an ongoing transaction of {transactional_id}", error)
+    return version >= 12
+
+
+def _check_producer_owner(ctx: RequestContext, records: memoryview | None) -> None:
+    """Under ACLs, where principals are many: a batch's producer id must be one this principal was handed (or one
+    nobody holds here: trust on first use, server/security/ownership.py), so no principal writes into another's
+    sequence. Without an authorizer every client is alike, as in Kafka: not checked."""
+    if records is None or len(records) < PRODUCER_ID_POS + 8:
+        return
+    (producer_id,) = _I64.unpack_from(records, PRODUCER_ID_POS)
+    if producer_id >= 0 and not ctx.broker.producer_owners.claim(producer_id, ctx.owner):
+        raise KafkaError(f"producer id {producer_id} was not issued to {ctx.principal}",
+                         ErrorCode.invalid_producer_id_mapping)
 
 
 def _denials(ctx: RequestContext, request: ProduceRequest) -> ProduceDenials | None:
     """KafkaApis.handleProduceRequest's ACL checks (request_acls, by name); None without an authorizer."""
     if ctx.connection.realm.authorizer is None:
         return None
-    return produce_denials(ctx.acl, request.transactional_id, (t.name or "" for t in request.topics))
+    acl = ctx.acl
+    denials = produce_denials(acl, request.transactional_id, (t.name or "" for t in request.topics))
+    ctx.audit_denials(acl)
+    return denials
 
 
 async def _append_topic(ctx: RequestContext, request: ProduceRequest, id_denied: bool, topic: str,
@@ -125,7 +163,9 @@ async def _append_topic(ctx: RequestContext, request: ProduceRequest, id_denied:
     for part in partitions:
         try:
             _check_one_v2_batch(part.records, version)
-            _check_transactional(ctx, request.transactional_id, id_denied, topic, part.index, part.records)
+            added = _check_transactional(ctx, request.transactional_id, id_denied, topic, part.index, part.records)
+            if ctx.connection.realm.authorizer is not None:
+                _check_producer_owner(ctx, part.records)
             plog = broker.partition(topic, part.index)
             plog.counters.produce_requests += 1
             result = plog.append(part.records, now_ms=now, acks_all=request.acks == -1)
@@ -152,6 +192,8 @@ async def _append_topic(ctx: RequestContext, request: ProduceRequest, id_denied:
             durable.append((plog, out, len(out) - 1))
         elif not result.duplicate:
             broker.notify_append(topic, part.index)
+        if added:  # v12: the partition's place in the transaction is as durable as the append it answers
+            durable += [(txn_log, out, len(out) - 1) for txn_log in broker.transactions.take_unflushed()]
     return out
 
 

@@ -29,6 +29,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.utils import floatToGoString
 
+from logway.server.audit_writer import AuditLog, audit_families
 from logway.server.metrics_http import serve_scrapes
 from logway.server.stats import LATENCY_BOUNDS_MS, request_label
 
@@ -77,6 +78,7 @@ class Snapshot:
     cleaner: tuple[int, int, int, int]  # runs, failures, segments cleaned, bytes removed
     retention_runs: int
     groups: list[GroupRow] = field(default_factory=list)
+    audit: list[Metric] = field(default_factory=list)  # the audit log's counters (audit.log.file)
 
 
 @dataclass
@@ -174,6 +176,7 @@ def take_snapshot(broker: Broker) -> Snapshot:
                  stats.compaction_bytes_removed),
         retention_runs=stats.retention_runs,
         groups=groups,
+        audit=audit_families([({}, broker.audit)]) if isinstance(broker.audit, AuditLog) else [],
     )
 
 
@@ -196,6 +199,7 @@ class BrokerCollector:
         yield from self._socket_metrics()
         yield from self._group_metrics()
         yield from self._storage_metrics()
+        yield from self.snapshot.audit
 
     def tables(self) -> list[Table]:
         """The per-partition families (kafka.log Log) and the per committed offset ones (kafka_exporter's)."""

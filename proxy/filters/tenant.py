@@ -33,10 +33,18 @@ acts before anything comes back. CLUSTER, USER and DELEGATION_TOKEN ACLs get CLU
 
 Denied with CLUSTER_AUTHORIZATION_FAILED (what Kafka answers a principal without CLUSTER rights), every
 version: BROKER / BROKER_LOGGER / CLIENT_METRICS config resources (broker configs carry upstream
-addresses), WriteTxnMarkers, log dirs, delegation tokens, leader election and reassignments, quotas, SCRAM
-credentials, KRaft/controller and broker-registration APIs, features, telemetry, share groups, streams
-groups, ListConfigResources, and any API key this module does not list. Passed untouched (not decoded):
-ApiVersions, SaslHandshake, SaslAuthenticate, DescribeCluster. The proxy core should not advertise denied keys in ApiVersions (``DENIED_API_KEYS``).
+addresses), WriteTxnMarkers, log dirs, delegation tokens, leader election and reassignments, quotas,
+KRaft/controller and broker-registration APIs, features, telemetry, streams groups, ListConfigResources, and
+any API key this module does not list.
+
+Share groups (KIP-932: ShareGroupHeartbeat/Describe, ShareFetch, ShareAcknowledge, Describe/Alter/
+DeleteShareGroupOffsets) are confined like consumer groups: group ids and the topics subscribed or named get the
+prefix; ShareFetch and ShareAcknowledge name topics by id, which must be ids of the tenant's own topics (the
+share consumer learns them from Metadata, which teaches the directory); the share.* configs of a GROUP config
+resource are the tenant's group's. Passed untouched (not decoded): ApiVersions, SaslHandshake,
+SaslAuthenticate, DescribeCluster, and the SCRAM user APIs, which the proxy answers from the virtual cluster's
+own users (filters/realm_users.py). The proxy core should not advertise denied keys in ApiVersions
+(``DENIED_API_KEYS``).
 
 Not rewritten: opaque group protocol bytes (JoinGroup/SyncGroup member metadata and assignments carry the
 names the tenant's own clients wrote, unprefixed, which stays consistent because only that tenant's members
@@ -46,7 +54,6 @@ read them).
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import re
 import typing
 import uuid
@@ -56,9 +63,9 @@ from typing import Any
 from kio.schema.index import api_key_map
 from kio.schema.types import GroupId, TopicName, TransactionalId
 
-from logway.proxy.filters.base import Answer, ClientInfo
+from logway.proxy.filters.base import Answer, ClientInfo, Filter, every_version
 from logway.wire.errors import ErrorCode
-from logway.wire.protocol import response_type
+from logway.wire.protocol import build, field_entity, response_type
 
 MAX_TOPIC_LENGTH = 249  # Kafka's Topic.MAX_NAME_LENGTH
 
@@ -70,13 +77,14 @@ _ACL_ANY_TYPE = 1
 _ANY, _MATCH, _LITERAL, _PREFIXED = 1, 2, 3, 4
 _WILDCARD = "*"
 
-PASS_THROUGH_API_KEYS = frozenset({17, 18, 36, 60})
-"""SaslHandshake, ApiVersions, SaslAuthenticate, DescribeCluster: nothing in them names a tenant's things."""
+PASS_THROUGH_API_KEYS = frozenset({17, 18, 36, 50, 51, 60})
+"""SaslHandshake, ApiVersions, SaslAuthenticate, DescribeCluster: nothing in them names a tenant's things; the SCRAM
+user APIs (50, 51): a virtual cluster's own users, answered by the proxy (filters/realm_users.py)."""
 
 CONFINED_API_KEYS = frozenset(
     {
         0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 19, 20, 21, 22, 23, 24, 25, 26, 28, 29, 30, 31, 32, 33,
-        37, 42, 44, 47, 61, 65, 66, 68, 69, 75,
+        37, 42, 44, 47, 61, 65, 66, 68, 69, 75, 76, 77, 78, 79, 90, 91, 92,
     }
 )  # fmt: skip
 """The APIs this filter rewrites and confines, at every version kio knows."""
@@ -85,6 +93,7 @@ DENIED_API_KEYS = frozenset(api_key_map) - CONFINED_API_KEYS - PASS_THROUGH_API_
 """Every other API kio knows: answered with CLUSTER_AUTHORIZATION_FAILED."""
 
 _ZERO_ID = uuid.UUID(int=0)
+DESCRIBE_TOPIC_PARTITIONS = 75
 _RESPONSE_HOOKS = frozenset({10, 29, 31, 32, 33, 44, 69})  # strip untyped names after the generic walk
 
 
@@ -116,6 +125,12 @@ class TopicIdDirectory:
     def name_of(self, topic_id: uuid.UUID) -> str | None:
         return self._names.get(topic_id)
 
+    def learn_metadata(self, response: Any) -> None:
+        """Every topic id and name of a Metadata response (v10+ carries both)."""
+        for t in response.topics:
+            if getattr(t, "topic_id", None) is not None and t.name:
+                self.learn(t.topic_id, t.name)
+
 
 class _Refused(Exception):
     def __init__(self, code: ErrorCode, message: str) -> None:
@@ -127,10 +142,11 @@ class _Refused(Exception):
 _DROP = object()  # a response entry naming something outside the prefix
 
 
-class TenantFilter:
+class TenantFilter(Filter):
     """One tenant's view of the upstream: everything it names is under ``prefix``; see the module doc."""
 
-    api_keys = CONFINED_API_KEYS | DENIED_API_KEYS
+    requests = every_version(CONFINED_API_KEYS | DENIED_API_KEYS)
+    responses = every_version(CONFINED_API_KEYS)  # narrowed by version: handles_response
 
     def __init__(self, prefix: str, topic_ids: TopicIdDirectory | None = None) -> None:
         if not prefix or len(prefix) >= MAX_TOPIC_LENGTH or not _LEGAL_TOPIC.fullmatch(prefix):
@@ -152,13 +168,16 @@ class TenantFilter:
             )  # fmt: skip
         try:
             names_in = self._in_keeping_ids if api_key == 68 else self._in
-            return _walk(self._before_request(api_key, api_version, request), names_in)
+            request = _walk(self._before_request(api_key, api_version, request), names_in)
+            return self._listing_from_prefix(request) if api_key == DESCRIBE_TOPIC_PARTITIONS else request
         except _Refused as refused:  # answered in the tenant's own names: mirror the request as it came
             raise Answer(error_response(api_key, api_version, request, refused.code, refused.message)) from None
 
-    def wants_response(self, api_key: int, api_version: int) -> bool:
-        """Optional extension: False when the response of this API and version carries nothing to strip or
-        filter (Fetch v13+: topic ids and records only), so the proxy may forward it undecoded."""
+    def handles_response(self, api_key: int, api_version: int) -> bool:
+        """False when the response of this API and version carries nothing to strip or filter (Fetch v13+:
+        topic ids and records only), so the proxy may forward it undecoded."""
+        if not super().handles_response(api_key, api_version):
+            return False
         return api_key in _RESPONSE_HOOKS or _carries_names(response_type(api_key, api_version))
 
     def on_response(self, client: ClientInfo, api_key: int, api_version: int, request: Any, response: Any) -> Any:
@@ -229,6 +248,15 @@ class TenantFilter:
             return dataclasses.replace(request, transactional_id_pattern=pattern)
         return request
 
+    def _listing_from_prefix(self, request: Any) -> Any:
+        """DescribeTopicPartitions of every topic from the start: from the first name under the prefix (Kafka lists
+        names in order from the cursor's, existing or not), so a page is never spent on other tenants' topics;
+        the listing ends where the tenant's names do (``_after_response`` drops a cursor past them)."""
+        if request.topics or request.cursor is not None:
+            return request
+        cursor = field_entity(type(request), "cursor")(topic_name=self.prefix, partition_index=0)
+        return dataclasses.replace(request, cursor=cursor)
+
     def _resource_in(self, resource: Any) -> Any:
         if resource.resource_type == _TOPIC_RESOURCE:
             return dataclasses.replace(resource, resource_name=self._topic_in(resource.resource_name))
@@ -274,14 +302,17 @@ class TenantFilter:
         return dataclasses.replace(acl_filter, resource_name_filter=name, pattern_type_filter=pattern)
 
     def _anchor(self, regex: str, code: ErrorCode) -> str:
-        """``^prefix(?:regex)``: a match can only be a name under the prefix.
+        """``^prefix(?:regex)``: a match can only be a name under the prefix. Inline flags that open the regex
+        (``(?i)...``) become the group's own (``^prefix(?i:...)``): Java and RE2 take flags anywhere, but Python's
+        re (a Logway upstream's) only at the start, and scoped there they cannot loosen the prefix's match.
 
         Only regexes whose group structure is unambiguous are taken (no character classes, ``\\Q..\\E`` or
         comments, balanced parentheses): otherwise a ``)`` could close the wrapper and match outside it.
         """
         if not _regex_is_wrappable(regex):
             raise _Refused(code, "This regular expression is not supported through a virtual cluster.")
-        return f"^{self._escaped}(?:{regex.removeprefix('^')})"
+        flags, rest = _leading_flags(regex.removeprefix("^"))
+        return f"^{self._escaped}(?{flags}:{rest.removeprefix('^')})"
 
     # --- names on the way out -----------------------------------------------------------------------
 
@@ -338,11 +369,13 @@ class TenantFilter:
         return dataclasses.replace(resource, resource_name=name[len(self.prefix) :])
 
     def _unanchor(self, member: Any) -> Any:
+        """A regex as the tenant wrote it (``_anchor`` undone)."""
         regex = getattr(member, "subscribed_topic_regex", None)
-        head = f"^{self._escaped}(?:"
-        if regex and regex.startswith(head) and regex.endswith(")"):
-            return dataclasses.replace(member, subscribed_topic_regex=regex[len(head) : -1])
-        return member
+        match = re.fullmatch(rf"\^{re.escape(self._escaped)}\(\?([a-zA-Z]*):(.*)\)", regex or "", re.S)
+        if match is None:
+            return member
+        flags, rest = match.groups()
+        return dataclasses.replace(member, subscribed_topic_regex=f"(?{flags}){rest}" if flags else rest)
 
 
 def _kept(items: typing.Iterable[Any]) -> tuple:
@@ -350,6 +383,15 @@ def _kept(items: typing.Iterable[Any]) -> tuple:
 
 
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+_FLAGS = re.compile(r"\(\?([a-zA-Z]+)\)")
+
+
+def _leading_flags(regex: str) -> tuple[str, str]:
+    """The inline flags that open ``regex`` (``(?i)``) and the rest."""
+    match = _FLAGS.match(regex)
+    return (match.group(1), regex[match.end():]) if match else ("", regex)
 
 
 def _regex_is_wrappable(regex: str) -> bool:
@@ -503,46 +545,40 @@ def error_response(api_key: int, version: int, request: Any, code: ErrorCode, me
     """A response of ``api_key``/``version`` that gives ``code`` for every entry ``request`` names.
 
     The error goes on the innermost entries (topics, partitions, groups, resources), as Kafka reports
-    per-entry errors; a response without entries carries it at the top.
+    per-entry errors; a response without entries carries it at the top. Built by wire.protocol.build, so every
+    field the request does not give (or gives as null where the response may not hold one, such as a topic
+    named only by its id) takes the default Kafka's error responses have.
     """
-    return _mirror(response_type(api_key, version), request, code, message)[0]
+    data, _ = _mirror(response_type(api_key, version), request, code, message)
+    return build(response_type(api_key, version), {"throttle_time": 0, **data})
 
 
-def _mirror(cls: type, source: Any, code: ErrorCode, message: str | None) -> tuple[Any, bool]:
-    """The mirrored entry, and whether the error landed somewhere inside it."""
+def _mirror(cls: type, source: Any, code: ErrorCode, message: str | None) -> tuple[dict[str, Any], bool]:
+    """The fields of ``cls`` the request gives (its names and indexes), its entries mirrored, the error code on
+    the innermost ones; and whether the error landed somewhere inside."""
     hints = typing.get_type_hints(cls)
-    kwargs: dict[str, Any] = {}
+    data: dict[str, Any] = {}
     has_entries = False
     error_fields = []
     for f in dataclasses.fields(cls):
-        hint, kafka_type = hints[f.name], f.metadata.get("kafka_type", "")
-        leaves = _leaves(hint)
-        entity = next((leaf for leaf in leaves if dataclasses.is_dataclass(leaf)), None)
+        hint = hints[f.name]
+        entity = next((leaf for leaf in _leaves(hint) if dataclasses.is_dataclass(leaf)), None)
         is_array = typing.get_origin(hint) is tuple or any(typing.get_origin(a) is tuple for a in typing.get_args(hint))
-        has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-        if kafka_type == "error_code":
+        if f.metadata.get("kafka_type") == "error_code":
             error_fields.append(f.name)
         elif f.name.endswith("error_message"):
-            kwargs[f.name] = message if message is not None or type(None) in leaves else ""
+            data[f.name] = message
         elif entity is not None and is_array:
             mirrored = [_mirror(entity, _as_source(item), code, message) for item in _source_array(source, f.name)]
             has_entries = has_entries or any(carried for _, carried in mirrored)
-            kwargs[f.name] = tuple(item for item, _ in mirrored)
-        elif entity is not None:
-            if not has_default:
-                kwargs[f.name] = None if type(None) in leaves else _mirror(entity, None, code, message)[0]
-        elif is_array:
-            if not has_default:
-                kwargs[f.name] = ()
-        else:
+            data[f.name] = [item for item, _ in mirrored]
+        elif entity is None and not is_array:
             found, value = _source_value(source, f.name)
             if found:
-                kwargs[f.name] = value
-            elif not has_default:
-                kwargs[f.name] = _zero(kafka_type, leaves)
+                data[f.name] = value
     for name in error_fields:
-        kwargs[name] = ErrorCode.none if has_entries else code
-    return cls(**kwargs), has_entries or bool(error_fields)
+        data[name] = ErrorCode.none if has_entries else code
+    return data, has_entries or bool(error_fields)
 
 
 def _as_source(item: Any) -> Any:
@@ -575,27 +611,3 @@ def _source_value(source: Any, name: str) -> tuple[bool, Any]:
         if found:
             return True, value
     return False, None
-
-
-def _zero(kafka_type: str, leaves: set[Any]) -> Any:
-    if type(None) in leaves:
-        return None
-    if kafka_type.startswith("int"):
-        return -1
-    if kafka_type == "uint16":
-        return 0
-    if kafka_type == "string":
-        return ""
-    if kafka_type in ("bytes", "records"):
-        return b""
-    if kafka_type == "bool":
-        return False
-    if kafka_type == "uuid":
-        return _ZERO_ID
-    if kafka_type == "float64":
-        return 0.0
-    if kafka_type.startswith("timedelta"):
-        return datetime.timedelta(0)
-    if kafka_type.startswith("datetime"):
-        return datetime.datetime.fromtimestamp(0, datetime.UTC)
-    raise TypeError(f"no zero value for kafka type {kafka_type!r}")

@@ -44,25 +44,50 @@ class LocalTopics(Protocol):
         """Whether Metadata creates topics it is asked for (auto.create.topics.enable)."""
 
 
+Denial = tuple[Operation, ResourceType, "str | None"]
+"""An ACL check a principal failed: the operation, the resource type and name (None: named by id)."""
+
+
 class Acl:
     """One principal's view of the authorizer (``allowed`` is Kafka's AuthHelper.authorize), and the topics of
-    the server answering when that is this process (``local``; None at a proxy)."""
+    the server answering when that is this process (``local``; None at a proxy).
+
+    While a request is decided, the checks it fails are recorded for the audit log (``take_denials``), as
+    Kafka's authorizer logs the checks made with logIfDenied: a ``probe`` (a cluster-wide check tried before
+    the resource's own, auto-creation's CREATE) is not a denial. Checks made after ``take_denials`` (when a
+    response is finished: listings filtered, configs hidden) are not recorded, as Kafka's filtering is not."""
 
     def __init__(self, authorizer: Authorizer | None, principal: str, host: str,
                  local: LocalTopics | None = None) -> None:
         self.authorizer, self.principal, self.host, self.local = authorizer, principal, host, local
+        self.denials: dict[Denial, None] | None = {}  # in the order found, each once
 
-    def allowed(self, operation: Operation, resource_type: ResourceType, name: str | None) -> bool:
+    def allowed(self, operation: Operation, resource_type: ResourceType, name: str | None,
+                probe: bool = False) -> bool:
         """May the principal do ``operation`` on the resource? Always without an authorizer."""
         if self.authorizer is None:
             return True
         if name is None:  # a resource named by id only: nothing to check an ACL against
-            return self.principal in self.authorizer.super_users
-        return self.authorizer.authorize(self.principal, self.host, operation, resource_type, name)
+            allowed = self.principal in self.authorizer.super_users
+        else:
+            allowed = self.authorizer.authorize(self.principal, self.host, operation, resource_type, name)
+        if not allowed and not probe:
+            self.deny(operation, resource_type, name)
+        return allowed
 
-    def cluster(self, operation: Operation) -> bool:
+    def cluster(self, operation: Operation, probe: bool = False) -> bool:
         """May the principal do ``operation`` on the cluster?"""
-        return self.allowed(operation, ResourceType.CLUSTER, CLUSTER_NAME)
+        return self.allowed(operation, ResourceType.CLUSTER, CLUSTER_NAME, probe)
+
+    def deny(self, operation: Operation, resource_type: ResourceType, name: str | None) -> None:
+        """Record a denial (while the request is being decided)."""
+        if self.denials is not None:
+            self.denials[(operation, resource_type, name)] = None
+
+    def take_denials(self) -> list[Denial]:
+        """The checks the request failed; later checks are not recorded."""
+        denials, self.denials = self.denials, None
+        return list(denials or ())
 
     def any_allowed(self, operation: Operation, resource_type: ResourceType) -> bool:
         """Kafka's authorizeByResourceType."""
@@ -153,9 +178,9 @@ def split(api_key: int, version: int, request: Any, field: str, allowed: Callabl
     return Decision(dataclasses.replace(request, **{field: tuple(kept)}), finish=append(response_field, denied, cls))
 
 
-def may(acl: Acl, operation: Operation) -> Callable[[str | None], bool]:
+def may(acl: Acl, operation: Operation, probe: bool = False) -> Callable[[str | None], bool]:
     """Whether the principal may do ``operation`` on a topic, by name."""
-    return lambda name: acl.allowed(operation, ResourceType.TOPIC, name)
+    return lambda name: acl.allowed(operation, ResourceType.TOPIC, name, probe)
 
 
 def topic_split(api_key: int, version: int, request: Any, allowed: Callable[[str | None], bool],

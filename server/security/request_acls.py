@@ -16,8 +16,10 @@ Kafka's rules, per API (error codes: TOPIC_ 29, GROUP_ 30, CLUSTER_ 31, TRANSACT
   Fetch: TOPIC READ (a replica's fetch CLUSTER_ACTION); ListOffsets, OffsetForLeaderEpoch: TOPIC DESCRIBE.
 - Metadata: TOPIC DESCRIBE (a listing shows only those), auto-creation CREATE on the cluster or the topic.
 - Groups: FindCoordinator GROUP/TRANSACTIONAL_ID DESCRIBE; JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-  ConsumerGroupHeartbeat GROUP READ; OffsetCommit GROUP READ + TOPIC READ; OffsetFetch GROUP DESCRIBE + TOPIC
-  DESCRIBE; DescribeGroups, ConsumerGroupDescribe GROUP DESCRIBE; ListGroups only the groups it may describe
+  ConsumerGroupHeartbeat and ShareGroupHeartbeat GROUP READ + TOPIC DESCRIBE on the topics subscribed by name;
+  OffsetCommit GROUP READ + TOPIC READ; OffsetFetch GROUP DESCRIBE + TOPIC DESCRIBE; DescribeGroups,
+  ConsumerGroupDescribe, ShareGroupDescribe GROUP DESCRIBE; the other share-group APIs: share_group_acls.py;
+  ListGroups only the groups it may describe
   (all with CLUSTER DESCRIBE); DeleteGroups GROUP DELETE; OffsetDelete GROUP DELETE + TOPIC READ.
 - Transactions: InitProducerId TRANSACTIONAL_ID WRITE, or without an id CLUSTER IDEMPOTENT_WRITE or WRITE on
   some topic (KIP-679, else 31); AddPartitionsToTxn TRANSACTIONAL_ID WRITE + TOPIC WRITE (one denied topic
@@ -72,12 +74,14 @@ from logway.server.security.authorizer import (
     Operation,
     ResourceType,
 )
+from logway.server.security.share_group_acls import RULES as SHARE_RULES
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, field_entity, response_type
 
-# The last versions that name topics (later ones name them by id, which an ACL check cannot read) and the last
-# client versions of AddPartitionsToTxn (v4+ is the brokers' verification API).
-VERSION_CAPS = {0: 12, 1: 12, 8: 9, 9: 9, 24: 3}
+# The last versions that name topics (later ones name them by id, which an ACL check cannot read), the last
+# client versions of AddPartitionsToTxn (v4+ is the brokers' verification API), and none of ShareFetch and
+# ShareAcknowledge, which name topics by id only (the broker checks their TOPIC READ once it has the names).
+VERSION_CAPS = {0: 12, 1: 12, 8: 9, 9: 9, 24: 3, 78: -1, 79: -1}
 
 # --- the rules, per API key --------------------------------------------------------------------------------
 
@@ -160,14 +164,17 @@ def _metadata(k: int, v: int, request: Any, acl: Acl) -> Decision:
     if named and 10 <= v < 12 and any(t.name is None or t.topic_id is not None for t in named):
         return Decision(AS_IS)  # Kafka refuses the whole request (INVALID_REQUEST) before any ACL check
     listing = named is None or (v == 0 and not named)  # v0: an empty list is every topic
+    # v12+: when any topic has an id, the request is an id lookup and its names are ignored (KafkaApis; the
+    # Java client's forTopicIds sends "" names): refused after the lookup, like every topic asked for by id.
+    by_name = not listing and not (v >= 12 and any(t.topic_id is not None for t in named))
     describable = may(acl, Operation.DESCRIBE)
     served, denied = request, []
-    if not listing:
+    if by_name:
         kept = tuple(t for t in named if t.name is None or describable(t.name))
         denied = [{"name": t.name, "error_code": TOPIC_DENIED, "is_internal": False} for t in named if t not in kept]
         if denied:
             served = dataclasses.replace(served, topics=kept)
-    uncreatable = frozenset(_uncreatable(served, acl)) if not listing else frozenset()
+    uncreatable = frozenset(_uncreatable(served, acl)) if by_name else frozenset()
     if uncreatable and v >= 4 and acl.local is None:
         served = dataclasses.replace(served, allow_auto_topic_creation=False)
     finish = chain(_metadata_topics(v, request, acl, listing, uncreatable, denied), _cluster_operations(request, acl))
@@ -178,9 +185,9 @@ def _uncreatable(request: Any, acl: Acl) -> list[str]:
     """The named topics auto-creation would need CREATE for and the principal lacks (CLUSTER CREATE or TOPIC
     CREATE on each, as Kafka checks)."""
     if (not getattr(request, "allow_auto_topic_creation", True) or (acl.local is not None and not acl.local.auto_create)
-            or acl.cluster(Operation.CREATE)):
+            or acl.cluster(Operation.CREATE, probe=True)):
         return []
-    creatable = may(acl, Operation.CREATE)
+    creatable = may(acl, Operation.CREATE, probe=True)  # (asked of existing topics too: not a denial)
     return [t.name for t in request.topics if t.name is not None and not creatable(t.name)]
 
 
@@ -359,7 +366,7 @@ def _consumer_group_describe(k: int, v: int, request: Any, acl: Acl) -> Decision
 
 
 def _list_groups(k: int, v: int, request: Any, acl: Acl) -> Decision:
-    if acl.cluster(Operation.DESCRIBE):
+    if acl.cluster(Operation.DESCRIBE, probe=True):
         return Decision(AS_IS)
     return Decision(request, finish=filter_list(
         "groups", lambda g: acl.allowed(Operation.DESCRIBE, ResourceType.GROUP, g.group_id)))
@@ -374,7 +381,9 @@ def _init_producer_id(k: int, v: int, request: Any, acl: Acl) -> Decision:
     if request.transactional_id is not None:
         allowed = acl.allowed(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
         return single(k, v, allowed, TXN_DENIED)
-    allowed = acl.cluster(Operation.IDEMPOTENT_WRITE) or acl.any_allowed(Operation.WRITE, ResourceType.TOPIC)
+    allowed = acl.cluster(Operation.IDEMPOTENT_WRITE, probe=True) or acl.any_allowed(Operation.WRITE, ResourceType.TOPIC)
+    if not allowed:
+        acl.deny(Operation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME)
     return single(k, v, allowed, CLUSTER_DENIED)
 
 
@@ -441,12 +450,12 @@ def _list_transactions(k: int, v: int, request: Any, acl: Acl) -> Decision:
 
 
 def _create_topics(k: int, v: int, request: Any, acl: Acl) -> Decision:
-    cluster_create = acl.cluster(Operation.CREATE)
+    cluster_create = acl.cluster(Operation.CREATE, probe=True)
     decision = split(k, v, request, "topics",
                       lambda t: cluster_create or acl.allowed(Operation.CREATE, ResourceType.TOPIC, t.name),
                       lambda t: {"name": t.name, "error_code": TOPIC_DENIED, "error_message": "Authorization failed.",
                                  "topic_config_error_code": TOPIC_DENIED if not acl.allowed(
-                                     Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name) else 0,
+                                     Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name, probe=True) else 0,
                                  "topic_id": None, "num_partitions": -1, "replication_factor": -1,
                                  "configs": None}, "topics")
     if decision.request is None or v < 5:
@@ -634,8 +643,15 @@ def _update_features(k: int, v: int, request: Any, acl: Acl) -> Decision:
 
 
 def _consumer_group_heartbeat(k: int, v: int, request: Any, acl: Acl) -> Decision:
+    """ConsumerGroupHeartbeat and ShareGroupHeartbeat: GROUP READ, and DESCRIBE on every topic subscribed by name
+    (Kafka 4's KafkaApis; a regex resolves only to the topics the principal may DESCRIBE)."""
     if not acl.allowed(Operation.READ, ResourceType.GROUP, request.group_id):
         return answer(k, v, {"error_code": GROUP_DENIED, "member_epoch": -1, "heartbeat_interval": 0})
+    names = request.subscribed_topic_names or ()
+    denied = sorted(n for n in set(names) if not acl.allowed(Operation.DESCRIBE, ResourceType.TOPIC, n))
+    if denied:
+        return answer(k, v, {"error_code": TOPIC_DENIED, "member_epoch": -1, "heartbeat_interval": 0,
+                             "error_message": f"Topic authorization failed for topics {denied}"})
     return Decision(AS_IS)
 
 
@@ -670,6 +686,7 @@ RULES: dict[int, Rule] = {
     51: _alter_user_scram_credentials, 57: _update_features, 60: _describe_cluster, 61: _describe_producers,
     65: _describe_transactions, 66: _list_transactions, 68: _consumer_group_heartbeat,
     69: _consumer_group_describe, 71: _unrestricted, 72: _unrestricted,
+    76: _consumer_group_heartbeat, 77: _consumer_group_describe, **SHARE_RULES,
     74: cluster(Operation.DESCRIBE_CONFIGS, config_resources=[]),  # ListConfigResources
     75: _describe_topic_partitions,
 }

@@ -29,8 +29,10 @@ from __future__ import annotations
 import logging
 import struct
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from logway.server.audit import authentication
 from logway.server.security.credentials import CredentialStore
 from logway.server.security.plain import PlainError, authenticate
 from logway.server.security.scram import ScramAuthenticationError, ScramError, ScramServer
@@ -78,6 +80,7 @@ class SaslSession:
         self.expires_at: float | None = None  # time.monotonic() after which only re-authentication is served
         self.previous: tuple[str, str] | None = None  # while re-authenticating: the mechanism and principal
         self.reauth_started = float("-inf")
+        self.claimed: str | None = None  # the user the client names in its first token (for the audit log)
 
     def begin_reauthentication(self, principal: str, now: float) -> None:
         """A SaslHandshake on an authenticated connection whose session has a lifetime (KIP-368)."""
@@ -87,7 +90,11 @@ class SaslSession:
 
     def step(self, token: bytes) -> tuple[bytes, str | None]:
         """One SaslAuthenticate token in, (the answer, the principal once authenticated) out; SaslFailed on failure."""
-        answer, principal = self._step(token)
+        try:
+            answer, principal = self._step(token)
+        finally:
+            if self._scram is not None:
+                self.claimed = self._scram.username
         if principal is not None:
             self._complete(principal)
         return answer, principal
@@ -99,6 +106,7 @@ class SaslSession:
                              f"re-authentication of mechanism '{self.previous[0]}'")
         try:
             if mechanism == "PLAIN":
+                self.claimed = _plain_user(token)
                 user = authenticate(token, self.security.plain_users)
                 return b"", "User:" + user
             if self._scram is None:
@@ -123,7 +131,26 @@ class SaslSession:
         self.expires_at = time.monotonic() + self.lifetime_ms / 1000 if self.lifetime_ms else None
 
 
-def handshake_response(conn: Connection, version: int, request):
+def _plain_user(token: bytes) -> str | None:
+    """The authentication id of a PLAIN token (never its password), for the audit log."""
+    parts = token.split(b"\0")
+    return parts[1].decode("utf-8", "replace") if len(parts) == 3 else None
+
+
+def audit_authentication(conn: Connection, mechanism: str, error: str | None = None,
+                         client_id: str | None = None) -> None:
+    """One authentication event for the connection's audit log: its principal when it succeeded, else the user
+    the client claimed (if it got that far)."""
+    if not conn.audit.enabled:
+        return
+    client = conn.audit_client(client_id)
+    if error is not None:
+        claimed = conn.sasl.claimed if conn.sasl is not None else None
+        client = replace(client, principal="User:" + claimed if claimed else None)
+    conn.audit.record(authentication(client, mechanism, error))
+
+
+def handshake_response(conn: Connection, version: int, request, client_id: str | None = None):
     """SaslHandshake: the mechanism chosen, or why not."""
     session = conn.sasl
     body = response_type(SASL_HANDSHAKE, version)
@@ -134,13 +161,14 @@ def handshake_response(conn: Connection, version: int, request):
     mechanisms = list(session.security.mechanisms)
     if request.mechanism not in mechanisms:
         session.failed = True
+        audit_authentication(conn, request.mechanism, f"Unsupported SASL mechanism {request.mechanism}", client_id)
         return build(body, {"error_code": ErrorCode.unsupported_sasl_mechanism, "mechanisms": mechanisms})
     session.mechanism = request.mechanism
     session.raw = version == 0
     return build(body, {"error_code": ErrorCode.none, "mechanisms": mechanisms})
 
 
-def authenticate_response(conn: Connection, version: int, request):
+def authenticate_response(conn: Connection, version: int, request, client_id: str | None = None):
     """SaslAuthenticate: one step of the exchange; the connection's principal once it completes."""
     session = conn.sasl
     body = {"error_code": ErrorCode.none, "error_message": None, "auth_bytes": b"", "session_lifetime": 0}
@@ -158,11 +186,13 @@ def authenticate_response(conn: Connection, version: int, request):
     except SaslFailed as exc:
         session.failed = True
         log.info("failed authentication with %s (%s)", conn.peer, exc)
+        audit_authentication(conn, session.mechanism, str(exc), client_id)
         return build(cls, {**body, "error_code": ErrorCode.sasl_authentication_failed, "error_message": str(exc)})
     if principal is not None:
         session.authenticated = True
         conn.principal = principal
         log.debug("%s: authenticated as %s with %s", conn.peer, principal, session.mechanism)
+        audit_authentication(conn, session.mechanism, client_id=client_id)
         body["session_lifetime"] = session.lifetime_ms
     return build(cls, {**body, "auth_bytes": answer})
 
@@ -178,7 +208,7 @@ async def answer_sasl_request(conn: Connection, frame: memoryview) -> list[bytes
     if not low <= header.api_version <= high:
         raise MalformedRequest(f"{api_name(header.api_key)} v{header.api_version} is not supported (v{low}-v{high})")
     request = decode_body(header.api_key, header.api_version, bytes(frame), body_offset(frame, header, pos))
-    response = _ANSWERS[header.api_key](conn, header.api_version, request)
+    response = _ANSWERS[header.api_key](conn, header.api_version, request, header.client_id)
     return [encode_response(header.api_key, header.api_version, header.correlation_id, response)]
 
 
@@ -224,10 +254,12 @@ async def _raw_token(conn: Connection, session: SaslSession, frame: memoryview) 
         answer, principal = session.step(bytes(frame))
     except SaslFailed as exc:
         log.info("failed authentication with %s (%s)", conn.peer, exc)
+        audit_authentication(conn, session.mechanism or "", str(exc))
         raise ConnectionClosed() from None
     if principal is not None:
         session.authenticated = True
         conn.principal = principal
+        audit_authentication(conn, session.mechanism or "")
         _authenticated(conn)
     return [_SIZE.pack(len(answer)) + answer]
 

@@ -14,9 +14,11 @@ from typing import Any
 from kio.schema.consumer_protocol_subscription.v1.data import ConsumerProtocolSubscription
 from kio.serial import entity_writer
 
+from logway.coordinator.consumer_results import ConsumerHeartbeatRequest
 from logway.coordinator.group_config import GroupConfig
 from logway.coordinator.group_coordinator import GroupCoordinator
 from logway.coordinator.results import CommitOffset, JoinGroupRequest, MemberIdentity
+from logway.coordinator.topics_image import TopicsSnapshot
 from logway.wire.errors import ErrorCode
 
 _write_subscription_v1 = entity_writer(ConsumerProtocolSubscription)
@@ -81,10 +83,12 @@ class Reply:
 class Cluster:
     """One coordinator, its fake log and a fake clock, with one helper per request."""
 
-    def __init__(self, log: FakeOffsetsLog | None = None, load: bool = True, **config: Any) -> None:
+    def __init__(self, log: FakeOffsetsLog | None = None, load: bool = True, topics: TopicsSnapshot | None = None,
+                 **config: Any) -> None:
         self.log = log or FakeOffsetsLog()
         self.now = 1_000_000
-        self.gc = GroupCoordinator(self.log, GroupConfig(**config))
+        self.topics = topics or TopicsSnapshot()
+        self.gc = GroupCoordinator(self.log, GroupConfig(**config), self.topics)
         if load:
             self.gc.load_all(self.now)
 
@@ -178,6 +182,7 @@ class Cluster:
         metadata: str = "",
         leader_epoch: int = -1,
         retention_time_ms: int = -1,
+        api_version: int = 9,
     ) -> dict[tuple[str, int], ErrorCode]:
         reply = Reply()
         self.gc.offset_commit(
@@ -187,6 +192,7 @@ class Cluster:
             instance,
             [CommitOffset(t, p, o, leader_epoch, metadata) for (t, p), o in offsets.items()],
             retention_time_ms=retention_time_ms,
+            api_version=api_version,
             now_ms=self.now,
             respond=reply,
         )
@@ -225,3 +231,22 @@ class Cluster:
         assert all(s.error == ErrorCode.none for s in syncs)
         assert self.state(group) == "Stable"
         return members, generation
+
+    # --- KIP-848 consumer groups ----------------------------------------------------------------------
+
+    def consumer_heartbeat(self, group: str, member_id: str, epoch: int, **fields: Any) -> Any:
+        """One ConsumerGroupHeartbeat (fields as ConsumerHeartbeatRequest names them); its result."""
+        reply = Reply()
+        self.gc.consumer_group_heartbeat(
+            request=ConsumerHeartbeatRequest(group, member_id, epoch, **fields), now_ms=self.now, respond=reply)
+        return reply.value
+
+    def consumer_join(self, group: str, member_id: str, topics: Sequence[str] = ("t",), **fields: Any) -> Any:
+        """A full joining heartbeat (epoch 0) subscribed to ``topics``."""
+        fields.setdefault("rebalance_timeout_ms", 30_000)
+        return self.consumer_heartbeat(group, member_id, 0, subscribed_topic_names=tuple(topics), owned={}, **fields)
+
+    def consumer_describe(self, group: str) -> Any:
+        reply = Reply()
+        self.gc.consumer_group_describe([group], now_ms=self.now, respond=reply)
+        return reply.value[0]

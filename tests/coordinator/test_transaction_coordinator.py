@@ -187,14 +187,28 @@ def test_kafkas_transitions_are_enforced():
 
 def test_log_value_bytes_follow_kafkas_schema():
     value = TxnLogValue(42, 3, 60_000, int(TxnState.ONGOING), {"b": (1, 0), "a": (2,)}, T0 + 1, T0)
-    raw = encode_value(value)
+    raw = encode_value(value, version=0)
     # TransactionLogValue v0: version, producer id, epoch, timeout, status, partitions (sorted topics), times.
     assert raw[:17] == bytes.fromhex("0000" "000000000000002a" "0003" "0000ea60" "01")
     assert raw[17:21] == b"\x00\x00\x00\x02" and raw[21:24] == b"\x00\x01a"
     assert decode_value(raw) == TxnLogValue(42, 3, 60_000, 1, {"a": (2,), "b": (1, 0)}, T0 + 1, T0)
     assert encode_key("tx") == b"\x00\x00\x00\x02tx" and decode_key(b"\x00\x00\x00\x02tx") == "tx"
-    empty = encode_value(TxnLogValue(1, 0, 1000, 0, {}, T0, -1), null_partitions=True)
+    empty = encode_value(TxnLogValue(1, 0, 1000, 0, {}, T0, -1), null_partitions=True, version=0)
     assert empty[17:21] == b"\xff\xff\xff\xff" and decode_value(empty).partitions == {}
+
+
+def test_log_value_version_1_is_flexible_with_its_tagged_fields():
+    """What Kafka 4 writes once transaction.version is 1 or more: compact arrays and strings, and the tagged
+    fields that are not at their defaults (PreviousProducerId 0, NextProducerId 1, ClientTransactionVersion 2)."""
+    value = TxnLogValue(42, 3, 60_000, int(TxnState.PREPARE_COMMIT), {"a": (2,)}, T0 + 1, T0,
+                        previous_producer_id=-1, next_producer_id=77, client_version=2)
+    raw = encode_value(value)
+    assert raw[:17] == bytes.fromhex("0001" "000000000000002a" "0003" "0000ea60" "02")
+    assert raw[17:26] == bytes.fromhex("02" "0261" "02" "00000002" "00")  # [{"a", [2]}], no tags in the entry
+    assert raw[42:] == bytes.fromhex("02" "01" "08" "000000000000004d" "02" "02" "0002")
+    assert decode_value(raw) == value
+    empty = encode_value(TxnLogValue(1, 0, 1000, 0, {}, T0, -1), null_partitions=True)
+    assert empty[17:18] == b"\x00" and empty[-1:] == b"\x00" and decode_value(empty).partitions == {}
 
 
 def test_a_produce_is_verified_against_the_ongoing_transaction(parts):

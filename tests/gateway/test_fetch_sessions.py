@@ -134,7 +134,7 @@ class _Request:
         self.max_bytes, self.min_bytes, self.isolation_level, self.max_wait = 1 << 20, 1, 0, 0
 
 
-ALICE = ("User:alice", "SASL_PLAINTEXT")
+ALICE = ("SASL_PLAINTEXT", "User:alice")
 
 
 def test_cache_is_bounded_in_sessions_and_partitions():
@@ -161,7 +161,7 @@ def test_a_session_is_not_there_for_another_principal_or_listener():
     never issued, whatever the epoch (no existence oracle), and can neither use nor close it."""
     cache = FetchSessionCache()
     mine = cache.context(12, _Request(0, 0, [_Topic("a", 1)]), ALICE).session_id
-    for intruder in (("User:mallory", "SASL_PLAINTEXT"), ("User:alice", "OTHER")):
+    for intruder in (("SASL_PLAINTEXT", "User:mallory"), ("OTHER", "User:alice")):
         for epoch in (1, 2, 7):  # the right epoch and wrong ones answer alike
             answer = cache.context(12, _Request(mine, epoch, []), intruder)
             assert (answer.error, answer.session) == (ErrorCode.fetch_session_id_not_found, None)

@@ -10,7 +10,7 @@ import trio
 from logway.gateway.fetch_sessions import FetchSessionCache
 from logway.gateway.fetch_waiters import FetchWaiters
 
-OWNER = ("User:ANONYMOUS", "PLAINTEXT")
+OWNER = ("PLAINTEXT", "User:ANONYMOUS")
 
 
 async def test_an_append_wakes_only_the_fetches_reading_its_partition():

@@ -97,12 +97,19 @@ def test_bad_log_level(tmp_path: Path) -> None:
     ("offsets.retention.minutes", "later"),
     ("authorizer.class.name", "com.example.MyAuthorizer"),
     ("allow.everyone.if.no.acl.found", "maybe"),
+    ("audit.log.file.max.bytes", "big"),
 ])
 def test_bad_config_value(tmp_path: Path, key: str, value: str) -> None:
     props = tmp_path / "server.properties"
     props.write_text(f"{key}={value}\n")
     result = serve("--config", str(props), "--listeners", listener(), "--log-dirs", str(tmp_path / "data"))
     assert_one_line_error(result, key, value)
+
+
+def test_audit_log_file_cannot_be_opened(tmp_path: Path) -> None:
+    result = serve("--listeners", listener(), "--log-dirs", str(tmp_path / "data"), "--override",
+                   f"audit.log.file={tmp_path / 'missing' / 'audit.log'}")
+    assert_one_line_error(result, "audit.log.file=", "cannot open: No such file or directory")
 
 
 def test_damaged_acl_file(tmp_path: Path) -> None:

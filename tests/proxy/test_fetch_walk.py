@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from logway.proxy.addresses import BrokerAddressing
-from logway.proxy.fetch_walk import PADDING_TAG, FetchWalk, TailDoesNotFit, _tagged, _uvarint, rewrite_tail
+from logway.proxy.fetch_walk import PADDING_TAG, FetchWalk, TailDoesNotFit, _tagged, rewrite_tail
 from logway.proxy.frames import decode_response, encode_response_frame, read_request_header
 from logway.proxy.rewrite import FETCH, rewrite_addresses
+from logway.proxy.walk import uvarint
 from logway.wire.errors import MalformedRequest
 from logway.wire.protocol import build, encode_body, request_type, response_type
 
@@ -54,39 +55,40 @@ def _response(version: int, endpoints: list[dict]):
                                                  "responses": topics, "node_endpoints": endpoints})
 
 
-def _walk(frame: bytes, piece: int, addressing: BrokerAddressing = ADDRESSING) -> tuple[bytes, list[int]]:
+def _walk(frame: bytes, piece: int, version: int = 16) -> tuple[bytes, list[int]]:
     """Stream ``frame`` (no size prefix) through the walk as the proxy does, ``piece`` bytes arriving at a time:
-    the bytes the client gets and the length of each records section passed unseen."""
-    walk, out, records_seen = FetchWalk(), [frame[:4]], []
+    the bytes the client gets and the length of each records section passed unseen (those that run past the
+    bytes at hand)."""
+    walk, out, records_seen = FetchWalk(version), [frame[:4]], []
     pos, have = 4, 4
     while not walk.at_tail:
         have = min(len(frame), max(have, pos) + piece)
-        fields, records = walk.step(memoryview(frame)[pos:have])
-        if not (fields or records or walk.at_tail) and have == len(frame):
-            raise MalformedRequest("ends inside its fields")  # as the proxy's _stream does
-        out.append(frame[pos:pos + fields])
-        pos += fields
+        walked, records = walk.step(memoryview(frame)[pos:have])
+        if not (records or walk.at_tail) and have == len(frame):
+            raise MalformedRequest("ends inside its fields")  # as the proxy's FrameRelay.walk does
+        out.append(frame[pos:pos + walked])
+        pos += walked
         if records:
             records_seen.append(records)
             out.append(frame[pos:pos + records])
             pos += records
         assert pos <= len(frame)
-    out.append(rewrite_tail(frame[pos:], addressing))
+    out.append(rewrite_tail(frame[pos:], ADDRESSING))
     return b"".join(out), records_seen
 
 
-def _without_padding(frame: bytes) -> bytes:
+def _without_padding(frame: bytes, version: int = 16) -> bytes:
     """``frame`` without the padding tagged field (kio, unlike Kafka's clients, refuses unknown tags)."""
-    walk, pos = FetchWalk(), 4
+    walk, pos = FetchWalk(version), 4
     while not walk.at_tail:
         fields, records = walk.step(memoryview(frame)[pos:])
         pos += fields + records
     tail = memoryview(frame)[pos:]
-    count, at = _uvarint(tail, 0)
+    count, at = uvarint(tail, 0)
     fields = []
     for _ in range(count):
-        tag, at = _uvarint(tail, at)
-        size, at = _uvarint(tail, at)
+        tag, at = uvarint(tail, at)
+        size, at = uvarint(tail, at)
         fields.append((tag, bytes(tail[at:at + size])))
         at += size
     assert fields[-1][0] == PADDING_TAG and not any(fields[-1][1])
@@ -98,9 +100,10 @@ def _without_padding(frame: bytes) -> bytes:
 def test_walk_hands_back_every_byte_and_each_records_section(version, piece):
     body = _response(version, [])
     frame = encode_response_frame(FETCH, version, 7, body)
-    streamed, records = _walk(frame, piece)
+    streamed, records = _walk(frame, piece, version)
     assert streamed == frame
-    assert records == [70_000, 5]  # null and empty records take no bytes
+    # null and empty records take no bytes; records already at hand are walked over, not passed unseen
+    assert records == {1: [70_000, 5], 7: [70_000, 5], 4096: [70_000], 1 << 20: []}[piece]
 
 
 @pytest.mark.parametrize("version", [16, 17, 18])
@@ -111,14 +114,14 @@ def test_node_endpoints_rewritten_in_the_upstream_bytes_as_the_decoding_path_doe
     body = _response(version, same)
     frame = encode_response_frame(FETCH, version, 7, body)
     decoded = encode_response_frame(FETCH, version, 7, rewrite_addresses(FETCH, body, ADDRESSING))
-    streamed, _ = _walk(frame, 1000)
+    streamed, _ = _walk(frame, 1000, version)
     assert streamed == decoded
     longer = [{"node_id": 5, "host": "kafka-broker-5.internal.example", "port": 19092, "rack": None},
               {"node_id": 1, "host": "10.1.2.1", "port": 9092, "rack": None}]
     frame = encode_response_frame(FETCH, version, 7, _response(version, longer))
-    streamed, _ = _walk(frame, 1000)
+    streamed, _ = _walk(frame, 1000, version)
     assert len(streamed) == len(frame)
-    seen = decode_response(FETCH, version, _without_padding(streamed))
+    seen = decode_response(FETCH, version, _without_padding(streamed, version))
     assert [(e.node_id, e.host, e.port, e.rack) for e in seen.node_endpoints] == [
         (5, "gw.example", 29192 + 1 + 5, None), (1, "gw.example", 29192 + 1 + 1, None)]
     assert b"internal" not in streamed
@@ -128,7 +131,7 @@ def test_node_endpoints_rewritten_in_the_upstream_bytes_as_the_decoding_path_doe
 def test_a_rewrite_that_cannot_take_the_upstream_bytes_is_refused():
     """A longer address (or one byte shorter: no tagged field is one byte) cannot be sent in the size already
     sent: the proxy closes the client connection rather than leak or corrupt anything (the session streams
-    such responses only when every known broker's address fits; see ProxySession._streamable)."""
+    such responses only when every known broker's address fits; see AddressRewrite.may_stream)."""
     for host in ("k5", "gw.example1"):  # the proxy's "gw.example" is 8 bytes longer, 1 byte shorter
         frame = encode_response_frame(FETCH, 16, 7, _response(16, [{"node_id": 5, "host": host, "port": 1}]))
         with pytest.raises(TailDoesNotFit):

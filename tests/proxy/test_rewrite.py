@@ -99,6 +99,15 @@ def test_node_endpoints_rewritten_and_detected(api_key, version):
     assert may_carry_endpoints(far[:100], markers, 3)
 
 
+@pytest.mark.parametrize(("api_key", "version"), [(k, v) for k in (78, 79) for v in _versions(k) if v >= 1])
+def test_share_fetch_and_acknowledge_node_endpoints_rewritten(api_key, version):
+    endpoints = [{"node_id": 2, "host": "10.1.2.2", "port": 19092, "rack": None}]
+    body = build(response_type(api_key, version), {"responses": [], "node_endpoints": endpoints, "throttle_time": 0,
+                                                   "error_code": 0, "acquisition_lock_timeout": 30_000})
+    seen = _through_proxy(api_key, version, body)
+    assert [(e.node_id, e.host, e.port) for e in seen.node_endpoints] == [(2, *_expected(2))]
+
+
 def test_node_outside_range_is_left_out_with_a_clear_error(caplog):
     narrow = BrokerAddressing(bind_port=9192, advertised_host="gw", advertised_port=9192, max_node_id=2)
     with pytest.raises(NodeOutOfRange, match="proxy.node.id.range=0-2"):
@@ -124,10 +133,13 @@ def test_address_pattern_and_ranges():
 
 
 def test_advertised_ranges_intersect_and_drop_what_cannot_be_forwarded():
-    upstream = {0: (0, 99), 1: (4, 17), 3: (0, 12), 17: (0, 1), 36: (0, 2), 55: (0, 2), 78: (1, 1), 9999: (0, 1)}
+    upstream = {0: (0, 99), 1: (4, 17), 3: (0, 12), 17: (0, 1), 36: (0, 2), 55: (0, 2), 78: (1, 1), 83: (0, 0),
+                9999: (0, 1)}
     ranges = advertised_ranges(upstream, sasl={17: (0, 1), 36: (0, 2)})
     assert ranges[0] == (3, kio_range(0)[1])  # kio's floor and ceiling
     assert ranges[1] == (4, 17) and ranges[3] == (0, 12) and ranges[18] == (0, 4)
-    assert 55 not in ranges and 78 not in ranges and 9999 not in ranges
+    assert 55 not in ranges and 83 not in ranges and 9999 not in ranges
+    assert ranges[78] == (1, 1)  # ShareFetch: its node_endpoints are rewritten
+    assert 78 not in advertised_ranges(upstream, caps={78: -1})  # under the proxy's ACLs: topics by id only
     assert ranges[17] == (0, 1)  # the proxy's own SASL, only on SASL listeners
     assert 17 not in advertised_ranges(upstream) and 36 not in advertised_ranges(upstream)

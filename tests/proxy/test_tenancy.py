@@ -212,7 +212,7 @@ def test_acls_on_a_virtual_cluster_name_upstream_topics_and_answer_in_tenant_nam
         "--override", "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "--override", "proxy.virtual.clusters=t", "--override", "proxy.virtual.cluster.t.listener=PLAINTEXT",
         "--override", "proxy.virtual.cluster.t.topic.prefix=tenant-t.")
-    state = proxy.workdir / "state"
+    state = proxy.workdir / "state" / "virtual-clusters" / "t"  # the virtual cluster's own ACLs
     state.mkdir(parents=True)
     acls = Authorizer()
     for operation in (Operation.WRITE, Operation.READ):
@@ -275,3 +275,45 @@ def test_a_virtual_cluster_does_not_advertise_cluster_wide_apis(tenant_proxy, lo
     advertised = _api_keys(tenants["a"])
     assert not advertised & DENIED_API_KEYS
     assert {0, 1, 3, 19, 20, 32} <= advertised  # produce, fetch, metadata, create/delete topics, configs
+
+
+def test_share_groups_are_per_tenant(tenant_proxy, logway_upstream, tmp_path):
+    """KIP-932 through the virtual clusters: Kafka 4.3.1's KafkaShareConsumer in tenant a and in tenant b, the
+    same topic and share group names in both; each reads and acknowledges only its own records, its group's
+    share.auto.offset.reset is its own, and the upstream holds tenant-a.workers and tenant-b.workers."""
+    import shutil
+
+    if shutil.which("java") is None:
+        pytest.skip("the share consumer is Kafka's Java client")
+    from compat_tests.kafka.kafka4_client import Kafka4Client  # noqa: PLC0415
+    from compat_tests.kafka.sides import Side  # noqa: PLC0415
+
+    tenants, _ = tenant_proxy
+    consumers = []
+    try:
+        for tenant, bootstrap in tenants.items():
+            port = int(bootstrap.rsplit(":", 1)[1])
+            side = Side(tenant, port)
+            side.create_topic("jobs", 1)
+            resp = side.call(44, 1, {"resources": [{"resource_type": 32, "resource_name": "workers", "configs": [
+                {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}],
+                "validate_only": False})
+            assert [(r.error_code.name, r.resource_name) for r in resp.responses] == [("none", "workers")]
+            producer = Producer({"bootstrap.servers": bootstrap})
+            for i in range(5):
+                producer.produce("jobs", f"{tenant}-{i}".encode())
+            assert producer.flush(15) == 0
+            consumers.append((tenant, Kafka4Client.start("share", bootstrap, "workers", "jobs", log_dir=tmp_path)))
+        for tenant, consumer in consumers:
+            consumer.wait_for(lambda c=consumer: len(c.committed()) >= 5, f"tenant {tenant}'s five records")
+            assert sorted(consumer.committed()) == [f"{tenant}-{i}" for i in range(5)]
+        upstream = Side("upstream", logway_upstream.port)
+        listed = upstream.call(16, 5, {"states_filter": [], "types_filter": ["share"]}).groups
+        assert {"tenant-a.workers", "tenant-b.workers"} <= {g.group_id for g in listed}
+        described = Side("a", int(tenants["a"].rsplit(":", 1)[1])).call(
+            77, 1, {"group_ids": ["workers"], "include_authorized_operations": False}).groups[0]
+        assert (described.group_id, [m.subscribed_topic_names for m in described.members]) == ("workers", [("jobs",)])
+        assert [t.topic_name for m in described.members for t in m.assignment.topic_partitions] == ["jobs"]
+    finally:
+        for _, consumer in consumers:
+            consumer.stop()

@@ -13,7 +13,6 @@ import pyspark.sql.functions as F
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from compat_tests.gateway_process import GatewayProcess
 from logway.spark.source import FORMAT
 
 FORMATS = ["kafka", FORMAT]
@@ -131,14 +130,11 @@ def test_default_save_mode(spark_session, broker_bootstrap, new_topic):
 
 
 @pytest.fixture
-def retention_gateway(tmp_path):
+def retention_gateway(gateway_process):
     """A private broker that applies retention every 200 ms."""
-    gw = GatewayProcess(tmp_path / "data", extra_args=("--override", "log.retention.check.interval.ms=200"))
-    gw.start()
-    try:
-        yield gw.bootstrap
-    finally:
-        gw.stop()
+    gateway_process.extra_args = ("--override", "log.retention.check.interval.ms=200")
+    gateway_process.start()
+    yield gateway_process.bootstrap
 
 
 def test_fail_on_data_loss_after_retention_deletes_records(spark_session, retention_gateway, tmp_path):

@@ -62,6 +62,7 @@ public final class Compat {
         switch (scenario) {
             case "admin" -> admin(bootstrap, topic);
             case "roundtrip" -> roundtrip(bootstrap, topic, Integer.parseInt(args[3]), Path.of(args[4]), extraProps(args, 5));
+            case "each" -> each(bootstrap, topic, Path.of(args[3]), extraProps(args, 4));
             case "paced" -> paced(bootstrap, topic, Integer.parseInt(args[3]), Path.of(args[4]), extraProps(args, 5));
             case "group" -> group(bootstrap, topic, args[3], Path.of(args[4]), Path.of(args[5]), extraProps(args, 6));
             case "offsets" -> offsets(bootstrap, topic, Long.parseLong(args[3]), Integer.parseInt(args[4]));
@@ -294,6 +295,26 @@ public final class Compat {
         step("consume");
         for (ConsumerRecord<byte[], byte[]> r : consumeAll(bootstrap, topic, partitions, specs.size())) {
             printRecord("all", r);
+        }
+    }
+
+    /** Produce each record of the spec on its own (one batch each) and print "SENT partition offset" or
+     * "FACT failed.i=ExceptionClass: message" for each, in order: a proxy filter's per-record answers. */
+    private static void each(String bootstrap, String topic, Path specFile, Properties extra) throws Exception {
+        List<Spec> specs = readSpec(specFile);
+        Properties props = new Properties();
+        props.putAll(extra);
+        props.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+        step("produce each");
+        try (KafkaProducer<byte[], byte[]> producer = producer(bootstrap, props)) {
+            for (int i = 0; i < specs.size(); i++) {
+                try {
+                    RecordMetadata md = producer.send(toRecord(topic, specs.get(i))).get(30, TimeUnit.SECONDS);
+                    System.out.println("SENT " + md.partition() + " " + md.offset());
+                } catch (java.util.concurrent.ExecutionException e) {
+                    fact("failed." + i, e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage());
+                }
+            }
         }
     }
 
