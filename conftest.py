@@ -52,19 +52,23 @@ def gateway_process(tmp_path: Path) -> Iterator[GatewayProcess]:
 # second one). MODULE_GROUPS comes first: the Spark tests are two groups of about 2 minutes each (a SparkSession
 # each), and the packaging tests join the image builds, which build from the same tree (setuptools writes build/
 # and *.egg-info there).
-SHARED_SESSION_FIXTURES = {"kafka": "apache-kafka", "spark_session": "spark", "podman": "image-builds"}
+# `side` (compat_tests/kafka/conftest.py) asks for `kafka` by getfixturevalue, so `kafka` is not among the fixture
+# names of a test that takes only `side`.
+SHARED_SESSION_FIXTURES = {"kafka": "apache-kafka", "side": "apache-kafka", "spark_session": "spark",
+                           "podman": "image-builds"}
 MODULE_GROUPS = {"tests/packaging/test_wheel.py": "image-builds",
                  **{f"tests/spark/test_spark_{name}.py": "spark-streaming"
                     for name in ("streaming", "sink", "latency", "read_committed")}}
 # Groups in the order workers take them: the longest first (seconds in a serial run of main at load average 8-17),
 # so that none starts last; the other modules follow in collection order.
-LONGEST_FIRST = ("compat_tests/test_proxy_matrix.py",   # 187 s: 9 client-matrix shards at once
+LONGEST_FIRST = ("apache-kafka",                        # 225 s (load 4): Kafka 4.3.1, conformance cases (86 s), the
+                                                        # Java KIP-848 groups (75 s), share groups (44 s), txn (11 s)
+                 "compat_tests/test_proxy_matrix.py",   # 187 s: 9 client-matrix shards at once
                  "spark",                               # 172 s and a SparkSession (local[2]): batch, pipeline
                  "spark-streaming",                     # 119 s and another: streaming, sink
                  "image-builds",                        # 121 s: podman builds, the wheel and sdist
                  "compat_tests/kafka/test_tools.py",    # 110 s: a JVM per Kafka tool run
                  "tests/gateway/test_security_clients.py",  # 97 s: Java, kcat and Python clients on 8 listeners
-                 "apache-kafka",                        # 65 s: Kafka 4.3.1 for the conformance cases
                  "compat_tests/kafka/test_security_tools.py",  # 51 s
                  "tests/proxy/test_kafka_cluster_upstream.py",  # 41 s
                  "tests/wire/test_request_check.py",    # 39 s

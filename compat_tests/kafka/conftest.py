@@ -48,3 +48,12 @@ def logway_ref(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProc
         yield gw
     finally:
         gw.stop()
+
+
+@pytest.fixture(params=("kafka", "logway"))
+def side(request: pytest.FixtureRequest) -> tuple[str, int]:
+    """(bootstrap, port) of the reference Kafka or of the Logway configured alike: a test taking it runs on
+    each. Only the one asked for is started (`-k logway` starts no JVM); the root conftest groups the modules
+    that take it with the ones that take `kafka`, so `make test` starts the reference once."""
+    broker = request.getfixturevalue("kafka" if request.param == "kafka" else "logway_ref")
+    return broker.bootstrap, broker.port

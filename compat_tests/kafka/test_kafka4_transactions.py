@@ -12,17 +12,10 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from compat_tests.kafka.kafka4_client import Kafka4Client
 from compat_tests.kafka.sides import Side
-
-
-@pytest.fixture(params=("kafka", "logway"))
-def side(request) -> tuple[str, int]:
-    broker = request.getfixturevalue("kafka" if request.param == "kafka" else "logway_ref")
-    return broker.bootstrap, broker.port
 
 
 def _read_committed(bootstrap: str, topic: str, group: str) -> tuple[list[str], int]:
