@@ -61,8 +61,9 @@ MODULE_GROUPS = {"tests/packaging/test_wheel.py": "image-builds",
                     for name in ("streaming", "sink", "latency", "read_committed")}}
 # Groups in the order workers take them: the longest first (seconds in a serial run of main at load average 8-17),
 # so that none starts last; the other modules follow in collection order.
-LONGEST_FIRST = ("apache-kafka",                        # 225 s (load 4): Kafka 4.3.1, conformance cases (86 s), the
-                                                        # Java KIP-848 groups (75 s), share groups (44 s), txn (11 s)
+LONGEST_FIRST = ("apache-kafka",                        # ~280 s (load 4): Kafka 4.3.1, conformance cases (86 s), the
+                                                        # Java KIP-848 groups (75 s), MirrorMaker 2 (55 s), share
+                                                        # groups (44 s), transaction version 2 (11 s)
                  "compat_tests/test_proxy_matrix.py",   # 187 s: 9 client-matrix shards at once
                  "spark",                               # 172 s and a SparkSession (local[2]): batch, pipeline
                  "spark-streaming",                     # 119 s and another: streaming, sink
