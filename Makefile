@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test soak fuzz bench bench-proxy proxy-matrix pipeline docker-pipeline lint clean
+.PHONY: run test compat soak fuzz bench bench-proxy proxy-matrix pipeline docker-pipeline lint clean
 
 # The headers wire/_decompress_scan.c is built with (compressed batches decompressed and checked in C) and the
 # snappy library it loads at run time. Optional: without root or apt-get the extension is skipped (or, without
@@ -33,6 +33,21 @@ test: $(STAMP)
 	bash compat_tests/setup.sh $(VENV)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --reruns 1 $(PYTEST_ARGS)
+
+# The compatibility suite against any Kafka-compatible endpoint (Apache Kafka, another broker, a proxy):
+# `make compat BOOTSTRAP=host:port` runs the client matrix (the cells that restart Logway skip), the ecosystem
+# tests (Python and Kafka Streams exactly-once processors killed and restarted, Kafka Connect) and MirrorMaker 2
+# between the endpoint and a Kafka 4.3.1 it starts, and writes COMPAT_REPORT/MATRIX.md (the client matrix) and
+# COMPAT_REPORT/junit.xml (every test). The endpoint needs auto-creatable internal topics with replication 1.
+BOOTSTRAP ?=
+COMPAT_REPORT ?= compat-report
+compat: $(STAMP)
+	@test -n "$(BOOTSTRAP)" || { echo "usage: make compat BOOTSTRAP=host:port"; exit 2; }
+	bash compat_tests/setup.sh $(VENV)
+	mkdir -p $(COMPAT_REPORT)
+	LOGWAY_TEST_BOOTSTRAP=$(BOOTSTRAP) LOGWAY_MATRIX_MD=$(COMPAT_REPORT)/MATRIX.md $(BIN)/pytest -q -n 0 \
+		--junitxml=$(COMPAT_REPORT)/junit.xml $(PYTEST_ARGS) compat_tests/matrix compat_tests/ecosystem \
+		compat_tests/kafka/test_mirror_maker.py
 
 # The fault tests at length: KILLS SIGKILLs under load (100 by default; `make test` runs 10), LOGWAY_KILL_SEED
 # replays one; then the power-loss tests: a power loss before every file operation of the storage workload

@@ -103,6 +103,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: rank.get(groups[item.nodeid.split("::", 1)[0]], len(rank)))  # stable
 
 
+@pytest.hookimpl(optionalhook=True)  # without xdist (-p no:xdist) the hook does not exist
 def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN201 - xdist's scheduler protocol
     """xdist's loadgroup scheduler, except that a worker is given its next group only when one test of its
     current group is left (xdist's own waits for two or fewer), so a long group of two tests (the proxy

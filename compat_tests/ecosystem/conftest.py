@@ -1,8 +1,10 @@
 """The broker the ecosystem tests run against: a Logway process per module, reached direct and through
-`logway proxy` in front of it (each test runs once per way)."""
+`logway proxy` in front of it (each test runs once per way). With LOGWAY_TEST_BOOTSTRAP=host:port (`make compat
+BOOTSTRAP=host:port`) they run once, against that endpoint, and start no broker or proxy of their own."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +18,8 @@ if str(ROOT) not in sys.path:
 from bench.procs import Logway  # noqa: E402
 from bench.proxy import LogwayProxy  # noqa: E402
 
+EXTERNAL = os.environ.get("LOGWAY_TEST_BOOTSTRAP")
+
 
 @pytest.fixture(scope="module")
 def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Logway]:
@@ -27,12 +31,16 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Logway]:
         broker.cleanup()
 
 
-@pytest.fixture(params=["direct", "proxy"])
-def bootstrap(request: pytest.FixtureRequest, upstream: Logway, tmp_path: Path) -> Iterator[str]:
-    if request.param == "direct":
-        yield upstream.bootstrap
+@pytest.fixture(params=["external"] if EXTERNAL else ["direct", "proxy"])
+def bootstrap(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "external":
+        yield EXTERNAL
         return
-    proxy = LogwayProxy(tmp_path / "proxy", upstream)
+    broker: Logway = request.getfixturevalue("upstream")
+    if request.param == "direct":
+        yield broker.bootstrap
+        return
+    proxy = LogwayProxy(tmp_path / "proxy", broker)
     proxy.start()
     try:
         yield proxy.bootstrap

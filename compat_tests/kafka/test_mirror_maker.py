@@ -3,11 +3,12 @@ Apache Kafka in both directions, with Logway reached direct and through `logway 
 each cluster is replicated to the other under the source's alias (DefaultReplicationPolicy: "<alias>.<topic>"),
 every record once and in order. MirrorMaker keeps its Connect state (configs, offsets, status) and its
 heartbeats, checkpoints and offset syncs in topics on both clusters, so both serve its admin, producer and
-consumer clients.
+consumer clients. With LOGWAY_TEST_BOOTSTRAP (`make compat`) it runs once, between that endpoint and Kafka.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -24,6 +25,7 @@ from compat_tests.ecosystem.exactly_once import create_topics, produce
 from compat_tests.kafka.cluster import HERE, JVM_FLAGS, KafkaCluster, classpath
 
 RECORDS = 50
+EXTERNAL = os.environ.get("LOGWAY_TEST_BOOTSTRAP")
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +38,17 @@ def logway_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Logway]:
         broker.cleanup()
 
 
-@pytest.fixture(params=["direct", "proxy"])
-def logway_bootstrap(request: pytest.FixtureRequest, logway_broker: Logway, tmp_path: Path) -> Iterator[str]:
-    if request.param == "direct":
-        yield logway_broker.bootstrap
+@pytest.fixture(params=["external"] if EXTERNAL else ["direct", "proxy"])
+def logway_bootstrap(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Logway direct or through the proxy; with LOGWAY_TEST_BOOTSTRAP (`make compat`), that endpoint instead."""
+    if request.param == "external":
+        yield EXTERNAL
         return
-    proxy = LogwayProxy(tmp_path / "proxy", logway_broker)
+    broker: Logway = request.getfixturevalue("logway_broker")
+    if request.param == "direct":
+        yield broker.bootstrap
+        return
+    proxy = LogwayProxy(tmp_path / "proxy", broker)
     proxy.start()
     try:
         yield proxy.bootstrap
