@@ -4,7 +4,6 @@ BOOTSTRAP=host:port`) they run once, against that endpoint, and start no broker 
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,33 +15,16 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # bench/ and compat_tests/ as packages (--import-mode=importlib)
 
 from bench.procs import Logway  # noqa: E402
-from bench.proxy import LogwayProxy  # noqa: E402
-
-EXTERNAL = os.environ.get("LOGWAY_TEST_BOOTSTRAP")
+from compat_tests.ecosystem.harness import ENDPOINTS, endpoint, logway  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Logway]:
-    broker = Logway(tmp_path_factory.mktemp("ecosystem-broker"), {"group.initial.rebalance.delay.ms": "0"})
-    broker.start()
-    try:
+    with logway(tmp_path_factory.mktemp("ecosystem-broker")) as broker:
         yield broker
-    finally:
-        broker.cleanup()
 
 
-@pytest.fixture(params=["external"] if EXTERNAL else ["direct", "proxy"])
+@pytest.fixture(params=ENDPOINTS)
 def bootstrap(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "external":
-        yield EXTERNAL
-        return
-    broker: Logway = request.getfixturevalue("upstream")
-    if request.param == "direct":
-        yield broker.bootstrap
-        return
-    proxy = LogwayProxy(tmp_path / "proxy", broker)
-    proxy.start()
-    try:
-        yield proxy.bootstrap
-    finally:
-        proxy.cleanup()
+    with endpoint(request.param, lambda: request.getfixturevalue("upstream"), tmp_path) as bootstrap:
+        yield bootstrap

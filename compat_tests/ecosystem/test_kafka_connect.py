@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
-import subprocess
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -22,6 +19,7 @@ import pytest
 
 from bench.procs import free_port
 from compat_tests.ecosystem.exactly_once import create_topics
+from compat_tests.ecosystem.harness import Child
 from compat_tests.kafka.cluster import HERE, JVM_FLAGS, KafkaUnavailable, classpath
 
 FILE_CONNECTORS = "org.apache.kafka.connect.file"
@@ -53,12 +51,9 @@ class ConnectWorker:
             "offset.flush.interval.ms": "500", "listeners": f"http://127.0.0.1:{self.port}",
             "rest.advertised.host.name": "127.0.0.1", "plugin.discovery": "service_load",
         }.items()) + "\n")
-        self.log = workdir / f"{name}.log"
-        with self.log.open("w") as err:
-            self.proc = subprocess.Popen(
-                ["java", *JVM_FLAGS, f"-Dlog4j2.configurationFile={HERE / 'log4j2-tools.properties'}", "-cp", cp,
-                 "org.apache.kafka.connect.cli.ConnectDistributed", str(props)],
-                stdout=err, stderr=subprocess.STDOUT)
+        self.child = Child(["java", *JVM_FLAGS, f"-Dlog4j2.configurationFile={HERE / 'log4j2-tools.properties'}",
+                            "-cp", cp, "org.apache.kafka.connect.cli.ConnectDistributed", str(props)],
+                           workdir / f"{name}.log")
 
     def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, object]:
         """(HTTP status, JSON body) of one REST call; (0, error) while the worker does not answer."""
@@ -74,18 +69,8 @@ class ConnectWorker:
             return 0, str(exc)
 
     def until(self, what: str, call, timeout: float = 120) -> object:
-        """Repeat ``call()`` (returning a truthy result when done) until it is done, the worker exits or
-        ``timeout`` seconds pass."""
-        deadline = time.monotonic() + timeout
-        while True:
-            result = call()
-            if result:
-                return result
-            if self.proc.poll() is not None:
-                raise AssertionError(f"the worker exited ({self.proc.returncode}) waiting for {what}:\n"
-                                     f"{self.log.read_text()[-3000:]}")
-            assert time.monotonic() < deadline, f"no {what} after {timeout} s\n{self.log.read_text()[-3000:]}"
-            time.sleep(0.2)
+        """``call()``'s first truthy result, asked every 200 ms while the worker runs, for up to ``timeout`` s."""
+        return self.child.wait_for(what, call, timeout, every=0.2)
 
     def put_connector(self, name: str, config: dict[str, str]) -> None:
         # 409 while the workers rebalance (a fresh worker's first minute); Connect's own advice is to retry.
@@ -98,13 +83,7 @@ class ConnectWorker:
             task["state"] == "RUNNING" for task in body["tasks"])
 
     def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-            raise AssertionError(f"the worker did not stop on SIGTERM:\n{self.log.read_text()[-3000:]}") from None
+        self.child.stop()
 
 
 def _lines(path: Path) -> list[str]:

@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import threading
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
 from compat_tests.ecosystem.exactly_once import assert_exactly_once, committed_output, create_topics, produce
+from compat_tests.ecosystem.harness import Child
 from compat_tests.kafka.cluster import HERE, JVM_FLAGS, KafkaUnavailable, classpath
 from compat_tests.kafka.kafka4_client import ensure_compiled
 
@@ -40,42 +38,16 @@ def classes() -> Path:
         pytest.skip(str(exc))
 
 
-class StreamsApp:
-    """A StreamsEos JVM; its lines are read by a thread."""
+def _streams_app(classes: Path, bootstrap: str, app_id: str, topics: dict[str, str], state: Path, log: Path
+                 ) -> Child:
+    """A StreamsEos JVM; its lines (STATE, PROCESSED, ERROR) in ``lines``."""
+    return Child(["java", *JVM_FLAGS, f"-Dlog4j2.configurationFile={HERE / 'log4j2-tools.properties'}",
+                  "-cp", f"{classes}:{classpath()}", "StreamsEos", bootstrap, app_id, topics["input"],
+                  topics["output"], str(state)], log, parse=str)
 
-    def __init__(self, classes: Path, bootstrap: str, app_id: str, topics: dict[str, str], state: Path,
-                 log: Path) -> None:
-        cmd = ["java", *JVM_FLAGS, f"-Dlog4j2.configurationFile={HERE / 'log4j2-tools.properties'}",
-               "-cp", f"{classes}:{classpath()}", "StreamsEos", bootstrap, app_id, topics["input"],
-               topics["output"], str(state)]
-        self.log = log
-        with log.open("w") as err:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True)
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
 
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def processed(self) -> int:
-        return sum(line.startswith("PROCESSED ") for line in self.lines)
-
-    def wait(self, what: str, predicate, timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            errors = [line for line in self.lines if line.startswith("ERROR")]
-            if errors or self.proc.poll() is not None:
-                raise AssertionError(f"the application failed ({self.proc.returncode}) waiting for {what}: "
-                                     f"{errors or self.lines[-5:]}\n{self.log.read_text()[-3000:]}")
-            assert time.monotonic() < deadline, f"no {what} after {timeout} s: {self.lines[-5:]}"
-            time.sleep(0.05)
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait(10)
-        self._reader.join(5)
+def _wait(app: Child, what: str, predicate) -> None:
+    app.wait_for(what, predicate, failed=lambda: any(line.startswith("ERROR") for line in app.lines))
 
 
 def test_kill_and_restart_keeps_exactly_once_output_and_state(classes: Path, bootstrap: str,
@@ -86,14 +58,14 @@ def test_kill_and_restart_keeps_exactly_once_output_and_state(classes: Path, boo
     app_id, state = f"streams-{run}", tmp_path / "state"
     for round_ in range(RESTARTS):
         produce(bootstrap, topics["input"], round_ * PER_ROUND, PER_ROUND)
-        app = StreamsApp(classes, bootstrap, app_id, topics, state, tmp_path / f"streams-{round_}.log")
-        app.wait("a processed record", lambda a=app: a.processed() > 0)
+        app = _streams_app(classes, bootstrap, app_id, topics, state, tmp_path / f"streams-{round_}.log")
+        _wait(app, "a processed record", lambda a=app: any(line.startswith("PROCESSED") for line in a.lines))
         app.kill()
     total = (RESTARTS + 1) * PER_ROUND
     produce(bootstrap, topics["input"], RESTARTS * PER_ROUND, PER_ROUND)
-    app = StreamsApp(classes, bootstrap, app_id, topics, state, tmp_path / "streams-last.log")
+    app = _streams_app(classes, bootstrap, app_id, topics, state, tmp_path / "streams-last.log")
     try:
-        app.wait("RUNNING", lambda: "STATE RUNNING" in app.lines)
+        _wait(app, "RUNNING", lambda: "STATE RUNNING" in app.lines)
         out = committed_output(bootstrap, topics["output"], total, timeout=120)
     finally:
         app.kill()

@@ -14,54 +14,26 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import threading
-import time
 import uuid
 from pathlib import Path
 
 from compat_tests.ecosystem.exactly_once import assert_exactly_once, committed_output, create_topics, produce
+from compat_tests.ecosystem.harness import Child
 
 PROCESSOR = Path(__file__).with_name("eos_processor.py")
 RESTARTS = int(os.environ.get("LOGWAY_EOS_RESTARTS", "3"))
 PER_ROUND = 40  # 40 records a round: at least 4 transactions of up to 10 records to interrupt
 
 
-class Processor:
-    """An eos_processor.py process; its JSON events are read by a thread."""
+def _processor(bootstrap: str, topics: dict[str, str], group: str, log: Path) -> Child:
+    """An eos_processor.py process; its JSON events in ``lines``."""
+    return Child([sys.executable, str(PROCESSOR), bootstrap, topics["input"], topics["output"], topics["state"],
+                  group, "120"], log, parse=json.loads)
 
-    def __init__(self, bootstrap: str, topics: dict[str, str], group: str, log: Path) -> None:
-        # stderr (librdkafka's log) to a file: a pipe nobody reads fills up and blocks the processor.
-        self.log = log
-        with log.open("w") as err:
-            self.proc = subprocess.Popen([sys.executable, str(PROCESSOR), bootstrap, topics["input"],
-                                          topics["output"], topics["state"], group, "120"],
-                                         stdout=subprocess.PIPE, stderr=err, text=True)
-        self.events: list[dict] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
 
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            self.events.append(json.loads(line))
-
-    def committed(self) -> int:
-        return sum(e["records"] for e in self.events if e["event"] == "committed")
-
-    def wait(self, what: str, predicate, timeout: float = 90) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if self.proc.poll() is not None:
-                raise AssertionError(f"the processor exited ({self.proc.returncode}) waiting for {what}: "
-                                     f"{self.events[-5:]}\n{self.log.read_text()[-3000:]}")
-            assert time.monotonic() < deadline, f"no {what} after {timeout} s: {self.events[-5:]}"
-            time.sleep(0.01)
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait(10)
-        self._reader.join(5)
+def _count(processor: Child, event: str) -> int:
+    return sum(e["event"] == event for e in processor.lines)
 
 
 def test_kill_and_restart_keeps_exactly_once_output_and_state(bootstrap: str, tmp_path: Path) -> None:
@@ -72,15 +44,14 @@ def test_kill_and_restart_keeps_exactly_once_output_and_state(bootstrap: str, tm
     opened_at_kill = 0
     for round_ in range(RESTARTS):
         produce(bootstrap, topics["input"], round_ * PER_ROUND, PER_ROUND)
-        processor = Processor(bootstrap, topics, group, tmp_path / f"processor-{round_}.log")
+        processor = _processor(bootstrap, topics, group, tmp_path / f"processor-{round_}.log")
         # Killed as its second transaction opens: the first was committed, the second is most often still open.
-        processor.wait("a second transaction", lambda p=processor: sum(e["event"] == "open" for e in p.events) >= 2)
+        processor.wait_for("a second transaction", lambda p=processor: _count(p, "open") >= 2, every=0.005)
         processor.kill()
-        opened_at_kill += sum(e["event"] == "open" for e in processor.events) > sum(
-            e["event"] == "committed" for e in processor.events)
+        opened_at_kill += _count(processor, "open") > _count(processor, "committed")
     total = (RESTARTS + 1) * PER_ROUND
     produce(bootstrap, topics["input"], RESTARTS * PER_ROUND, PER_ROUND)
-    processor = Processor(bootstrap, topics, group, tmp_path / "processor-last.log")
+    processor = _processor(bootstrap, topics, group, tmp_path / "processor-last.log")
     try:
         out = committed_output(bootstrap, topics["output"], total)
     finally:

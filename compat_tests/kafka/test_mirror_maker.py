@@ -8,9 +8,7 @@ consumer clients. With LOGWAY_TEST_BOOTSTRAP (`make compat`) it runs once, betwe
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,40 +18,24 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from bench.procs import Logway
-from bench.proxy import LogwayProxy
 from compat_tests.ecosystem.exactly_once import create_topics, produce
+from compat_tests.ecosystem.harness import ENDPOINTS, Child, endpoint, logway
 from compat_tests.kafka.cluster import HERE, JVM_FLAGS, KafkaCluster, classpath
 
 RECORDS = 50
-EXTERNAL = os.environ.get("LOGWAY_TEST_BOOTSTRAP")
 
 
 @pytest.fixture(scope="module")
 def logway_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Logway]:
-    broker = Logway(tmp_path_factory.mktemp("mm2-logway"), {"group.initial.rebalance.delay.ms": "0"})
-    broker.start()
-    try:
+    with logway(tmp_path_factory.mktemp("mm2-logway")) as broker:
         yield broker
-    finally:
-        broker.cleanup()
 
 
-@pytest.fixture(params=["external"] if EXTERNAL else ["direct", "proxy"])
+@pytest.fixture(params=ENDPOINTS)
 def logway_bootstrap(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """Logway direct or through the proxy; with LOGWAY_TEST_BOOTSTRAP (`make compat`), that endpoint instead."""
-    if request.param == "external":
-        yield EXTERNAL
-        return
-    broker: Logway = request.getfixturevalue("logway_broker")
-    if request.param == "direct":
-        yield broker.bootstrap
-        return
-    proxy = LogwayProxy(tmp_path / "proxy", broker)
-    proxy.start()
-    try:
-        yield proxy.bootstrap
-    finally:
-        proxy.cleanup()
+    with endpoint(request.param, lambda: request.getfixturevalue("logway_broker"), tmp_path) as bootstrap:
+        yield bootstrap
 
 
 def _mm2_properties(path: Path, clusters: dict[str, str], topics: str) -> Path:
@@ -71,17 +53,14 @@ def _mm2_properties(path: Path, clusters: dict[str, str], topics: str) -> Path:
     return path
 
 
-def _values(bootstrap: str, topic: str, want: int, proc: subprocess.Popen, log: Path, timeout: float = 120
-            ) -> list[str]:
+def _values(bootstrap: str, topic: str, want: int, mm2: Child, timeout: float = 120) -> list[str]:
     """Partition 0 of ``topic`` from the start, once it exists, until ``want`` values came or the deadline; then
     whatever else comes within a second (a repeat shows)."""
     reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
     deadline = time.monotonic() + timeout
     try:
-        while topic not in reader.list_topics(timeout=10).topics:
-            assert proc.poll() is None, f"MirrorMaker exited ({proc.returncode}):\n{log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, f"no {topic} after {timeout} s:\n{log.read_text()[-3000:]}"
-            time.sleep(0.5)
+        mm2.wait_for(f"{topic} on {bootstrap}", lambda: topic in reader.list_topics(timeout=10).topics, timeout,
+                     every=0.5)
         reader.assign([TopicPartition(topic, 0, 0)])
         got: list[str] = []
         while len(got) < want and time.monotonic() < deadline:
@@ -106,21 +85,13 @@ def test_mirror_maker_2_both_ways(kafka: KafkaCluster, logway_bootstrap: str, tm
     for bootstrap, first in ((logway_bootstrap, 0), (kafka.bootstrap, 1000)):
         create_topics(bootstrap, topic, partitions=1)
         produce(bootstrap, topic, first, RECORDS)
-    log = tmp_path / "mm2.log"
-    with log.open("w") as err:
-        proc = subprocess.Popen(["java", *JVM_FLAGS, f"-Dlog4j2.configurationFile={HERE / 'log4j2-tools.properties'}",
-                                 "-cp", classpath(), "org.apache.kafka.connect.mirror.MirrorMaker",
-                                 str(_mm2_properties(tmp_path / "mm2.properties", aliases, "mm-.*"))],
-                                stdout=err, stderr=subprocess.STDOUT)
+    mm2 = Child(["java", *JVM_FLAGS, f"-Dlog4j2.configurationFile={HERE / 'log4j2-tools.properties'}", "-cp",
+                 classpath(), "org.apache.kafka.connect.mirror.MirrorMaker",
+                 str(_mm2_properties(tmp_path / "mm2.properties", aliases, "mm-.*"))], tmp_path / "mm2.log")
     try:
-        to_kafka = _values(kafka.bootstrap, f"logway{run}.{topic}", RECORDS, proc, log)
-        to_logway = _values(logway_bootstrap, f"kafka{run}.{topic}", RECORDS, proc, log)
+        to_kafka = _values(kafka.bootstrap, f"logway{run}.{topic}", RECORDS, mm2)
+        to_logway = _values(logway_bootstrap, f"kafka{run}.{topic}", RECORDS, mm2)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        mm2.stop()
     assert to_kafka == [str(i) for i in range(RECORDS)]
     assert to_logway == [str(i) for i in range(1000, 1000 + RECORDS)]
