@@ -3,7 +3,7 @@ restarted, against Logway direct and through `logway proxy`: its output holds ev
 running count per key a user would see if nothing had happened (issue 30: a restart of such a processor once
 timed out fetching its committed offsets while the killed instance's transaction was still open).
 
-Each kill comes as the processor's second transaction opens (its offsets sent, its commit not yet answered); 48 of
+Each kill comes as the processor's second transaction opens (its offsets sent, its commit not yet answered); 75 of
 120 kills in 20 runs found that transaction still open. The restart fences it (InitProducerId aborts it; until
 then OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT and the client retries), reads its counts
 back and resumes. LOGWAY_EOS_RESTARTS
