@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test soak fuzz bench bench-proxy bench-quotas proxy-matrix pipeline docker-pipeline lint clean
+.PHONY: run test compat soak fuzz bench bench-proxy bench-quotas proxy-matrix pipeline docker-pipeline lint clean
 
 # The headers wire/_decompress_scan.c is built with (compressed batches decompressed and checked in C) and the
 # snappy library it loads at run time. Optional: without root or apt-get the extension is skipped (or, without
@@ -23,10 +23,30 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/logway serve --listeners PLAINTEXT://127.0.0.1:9092 --advertised-listeners PLAINTEXT://127.0.0.1:9092 --log-dirs ./data
 
+# The suite in TEST_WORKERS pytest-xdist workers (most of a test's time is waiting on a process, a JVM or a
+# rebalance, not CPU, so more workers than cores pay off): a module per worker at a time, the modules sharing a
+# JVM (Spark, Apache Kafka) or the image builds on one (conftest.py). A failed test runs once more (--reruns 1)
+# and, if it then passes, is named at the end as flaky.
+TEST_WORKERS ?= 4
+PYTEST_ARGS ?=
 test: $(STAMP)
 	bash compat_tests/setup.sh $(VENV)
 	$(BIN)/ruff check .
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --reruns 1 $(PYTEST_ARGS)
+
+# The compatibility suite against any Kafka-compatible endpoint (Apache Kafka, another broker, a proxy):
+# `make compat BOOTSTRAP=host:port` runs the client matrix (the cells that restart Logway skip), the ecosystem
+# tests (Python and Kafka Streams exactly-once processors killed and restarted, Kafka Connect) and MirrorMaker 2
+# between the endpoint and a Kafka 4.3.1 it starts, and writes COMPAT_REPORT/MATRIX.md (the client matrix) and
+# COMPAT_REPORT/junit.xml (every test). The endpoint needs auto-creatable internal topics with replication 1.
+BOOTSTRAP ?=
+COMPAT_REPORT ?= compat-report
+compat: $(STAMP)
+	@test -n "$(BOOTSTRAP)" || { echo "usage: make compat BOOTSTRAP=host:port"; exit 2; }
+	bash compat_tests/setup.sh $(VENV)
+	mkdir -p $(COMPAT_REPORT)
+	LOGWAY_TEST_BOOTSTRAP=$(BOOTSTRAP) LOGWAY_MATRIX_MD=$(COMPAT_REPORT)/MATRIX.md $(BIN)/pytest -q -n 0 \
+		--junitxml=$(COMPAT_REPORT)/junit.xml $(PYTEST_ARGS) compat_tests/matrix compat_tests/ecosystem
 
 # The fault tests at length: KILLS SIGKILLs under load (100 by default; `make test` runs 10), LOGWAY_KILL_SEED
 # replays one; then the power-loss tests: a power loss before every file operation of the storage workload

@@ -13,6 +13,7 @@ commit shows as a duplicated line, a lost config as lines that never arrive.
 from __future__ import annotations
 
 import sys
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -25,13 +26,15 @@ if str(ROOT) not in sys.path:  # --import-mode=importlib: bench/ and compat_test
     sys.path.insert(0, str(ROOT))
 
 from compat_tests.ecosystem.connect_worker import ConnectWorker, require_connect_jars  # noqa: E402
-from compat_tests.ecosystem.logway_endpoint import KINDS, start_logway  # noqa: E402
+from compat_tests.ecosystem.harness import ENDPOINTS, start_logway  # noqa: E402
 
-TOPIC = "connect-lines"
+RUN = uuid.uuid4().hex[:8]  # names of this run's own, so `make compat` can run again against the same endpoint
+TOPIC = f"connect-lines-{RUN}"
+SOURCE, SINK = f"file-source-{RUN}", f"file-sink-{RUN}"
 LINES = 300  # per phase: before the kill, and while the worker is down
 
 
-@pytest.fixture(params=KINDS)
+@pytest.fixture(params=ENDPOINTS)
 def bootstrap(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A fresh Logway broker, and `logway proxy` in front of it for the "proxy" case: the worker's bootstrap."""
     require_connect_jars()
@@ -52,12 +55,12 @@ def append_lines(path: Path, lines: list[str]) -> None:
 
 def source_position(worker: ConnectWorker) -> int:
     """The byte position FileStreamSource committed for its file (-1 before its first commit)."""
-    return max((entry["offset"]["position"] for entry in worker.offsets("file-source")), default=-1)
+    return max((entry["offset"]["position"] for entry in worker.offsets(SOURCE)), default=-1)
 
 
 def sink_offset(worker: ConnectWorker) -> int:
     """The offset the sink's consumer group committed for the topic's partition (-1 before its first commit)."""
-    return max((entry["offset"]["kafka_offset"] for entry in worker.offsets("file-sink")), default=-1)
+    return max((entry["offset"]["kafka_offset"] for entry in worker.offsets(SINK)), default=-1)
 
 
 def cleanup_policies(bootstrap: str, topics: list[str]) -> dict[str, str]:
@@ -73,14 +76,14 @@ def test_file_source_and_sink_resume_after_the_worker_is_killed(bootstrap: str, 
     second = [f"while-down-{i:04d}" for i in range(LINES)]
     append_lines(source, first)
 
-    worker = ConnectWorker(tmp_path / "worker", bootstrap).start()
+    worker = ConnectWorker(tmp_path / "worker", bootstrap, group=f"connect-{RUN}").start()
     try:
-        worker.put_connector("file-source", {
+        worker.put_connector(SOURCE, {
             "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector", "tasks.max": "1",
             "file": str(source), "topic": TOPIC,
             # KIP-158: the worker creates the topic through the admin API with these settings.
             "topic.creation.default.partitions": "1", "topic.creation.default.replication.factor": "1"})
-        worker.put_connector("file-sink", {
+        worker.put_connector(SINK, {
             "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector", "tasks.max": "1",
             "file": str(sink), "topics": TOPIC})
         worker.wait_for(lambda: len(read_lines(sink)) >= LINES, f"{LINES} lines in the sink file")
@@ -97,7 +100,7 @@ def test_file_source_and_sink_resume_after_the_worker_is_killed(bootstrap: str, 
                         timeout=120)
         worker.wait_for(lambda: sink_offset(worker) == 2 * LINES, "the sink's offset committed after the restart")
         assert read_lines(sink) == first + second
-        assert worker.running("file-source") and worker.running("file-sink")
+        assert worker.running(SOURCE) and worker.running(SINK)
         internal = [worker.config[key] for key in ("config.storage.topic", "offset.storage.topic",
                                                      "status.storage.topic")]
         assert cleanup_policies(bootstrap, internal) == dict.fromkeys(internal, "compact")

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # --import-mode=importlib: bench/ and compat_tests/ import from the repository root
     sys.path.insert(0, str(ROOT))
 
-from compat_tests.ecosystem.logway_endpoint import KINDS, start_logway  # noqa: E402
+from compat_tests.ecosystem.harness import ENDPOINTS, start_logway  # noqa: E402
 from compat_tests.kafka.cluster import JVM_FLAGS, KafkaUnavailable, ensure_jars  # noqa: E402
 
 confluent_kafka = pytest.importorskip("confluent_kafka", reason="compat_tests/setup.sh installs confluent-kafka")
@@ -41,7 +42,8 @@ confluent_kafka = pytest.importorskip("confluent_kafka", reason="compat_tests/se
 STREAMS = Path(__file__).resolve().parent / "streams"
 LIB, CLASSES, SOURCE = STREAMS / "lib", STREAMS / "classes", STREAMS / "src" / "RunningSum.java"
 LOG4J = ROOT / "compat_tests" / "kafka" / "log4j2-tools.properties"  # warnings and errors to stderr
-INPUT, OUTPUT, PARTITIONS = "numbers", "running-sums", 3
+RUN = uuid.uuid4().hex[:8]  # names of this run's own, so `make compat` can run again against the same endpoint
+INPUT, OUTPUT, PARTITIONS = f"numbers-{RUN}", f"running-sums-{RUN}", 3
 KEYS = 20
 BATCH = 3000  # input records before the kill, and as many after it
 KILL_AFTER = 600  # the first instance holds in the middle of this record (of BATCH) and is killed there
@@ -206,7 +208,7 @@ def _all_output_records(bootstrap: str) -> int:
 
 def run_running_sum(bootstrap: str, work: Path, guarantee: str = GUARANTEE) -> RunResult:
     """Input, RunningSum started, killed mid-stream, more input, RunningSum restarted; the committed output."""
-    command = [*_build(), bootstrap, "running-sum", INPUT, OUTPUT, guarantee, str(work / "state")]
+    command = [*_build(), bootstrap, f"running-sum-{RUN}", INPUT, OUTPUT, guarantee, str(work / "state")]
     result = RunResult()
     _create_topics(bootstrap)
     _produce(bootstrap, range(BATCH), result.inputs)
@@ -245,7 +247,7 @@ def _first_difference(key: str, got: list[tuple[int, int]], expected: list[tuple
             f"{expected[i] if i < len(expected) else None}; {len(got)} updates for {len(expected)} inputs")
 
 
-@pytest.fixture(params=KINDS)
+@pytest.fixture(params=ENDPOINTS)
 def bootstrap(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A fresh Logway broker, and `logway proxy` in front of it for the "proxy" case: the clients' bootstrap."""
     with ExitStack() as stack:

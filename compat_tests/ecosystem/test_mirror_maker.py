@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -35,14 +36,14 @@ from compat_tests.ecosystem.connect_worker import (  # noqa: E402
     MirrorMakerProcess,
     require_connect_jars,
 )
-from compat_tests.ecosystem.logway_endpoint import KINDS, start_logway  # noqa: E402
+from compat_tests.ecosystem.harness import ENDPOINTS, start_logway  # noqa: E402
 from compat_tests.kafka.cluster import KafkaCluster, KafkaUnavailable, ensure_jars  # noqa: E402
 
 RECORDS = 200
 
 
 @pytest.fixture(scope="module")
-def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def reference_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """One Apache Kafka node for this module's tests (each mirrors its own topics and groups): its bootstrap."""
     try:
         ensure_jars()
@@ -53,7 +54,7 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield cluster.bootstrap
 
 
-@pytest.fixture(params=KINDS)
+@pytest.fixture(params=ENDPOINTS)
 def logway(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
     """(the kind, the bootstrap) of a fresh Logway, direct or through `logway proxy`."""
     with ExitStack() as stack:
@@ -149,9 +150,11 @@ def mm2_config(alias: str, logway: str, kafka: str, topics: tuple[str, str], gro
     return config
 
 
-def test_mirror_maker_2_both_ways_with_translated_group_offsets(logway: tuple[str, str], kafka: str,
+def test_mirror_maker_2_both_ways_with_translated_group_offsets(logway: tuple[str, str], reference_kafka: str,
                                                                  tmp_path: Path) -> None:
     kind, bootstrap = logway
+    kafka = reference_kafka  # (not the conformance tests' shared `kafka`: this module runs beside them)
+    kind = f"{kind}-{uuid.uuid4().hex[:8]}"  # names of this run's own, so `make compat` can run again
     # Names of this case's own (Kafka is shared by the cases): the Logway cluster's alias prefixes what MM2 mirrors
     # from it, and MM2's internal topics on Kafka are named after it.
     alias, orders, payments = f"logway-{kind}", f"orders-{kind}", f"payments-{kind}"

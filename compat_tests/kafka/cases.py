@@ -230,7 +230,7 @@ def produce_too_large(side: Side, v: int, topic: str) -> Steps:
 
 
 def _producer_id(side: Side) -> tuple[int, int]:
-    resp = side.call(22, 1, {"transactional_id": None, "transaction_timeout": 60_000})
+    resp = _txn_call(side, 22, 1, {"transactional_id": None, "transaction_timeout": 60_000})
     return resp.producer_id, resp.producer_epoch
 
 
@@ -1024,8 +1024,10 @@ def offset_delete(side: Side, v: int, topic: str) -> Steps:
 
 @case(22, "idempotent producer id")
 def init_producer_id(side: Side, v: int, topic: str) -> Steps:
-    return {"init": side.call(22, v, {"transactional_id": None, "transaction_timeout": 60_000,
-                                      "producer_id": -1, "producer_epoch": -1})}
+    # Retried on COORDINATOR_LOAD_IN_PROGRESS as clients do: Kafka answers it while its next block of producer ids
+    # is on its way from the controller (RPCProducerIdManager), which a loaded machine makes last.
+    return {"init": _txn_call(side, 22, v, {"transactional_id": None, "transaction_timeout": 60_000,
+                                            "producer_id": -1, "producer_epoch": -1})}
 
 
 @case(23, "epochs of a new topic")
@@ -1228,8 +1230,7 @@ _TXN_RETRIABLE = {"coordinator_not_available", "coordinator_load_in_progress", "
 
 
 def _txn_call(side: Side, api_key: int, v: int, fields: dict, error=lambda r: r.error_code) -> Any:
-    import time
-
+    """One call, repeated (for up to 30 s) while it answers an error a client retries."""
     deadline = time.monotonic() + 30
     while True:
         resp = side.call(api_key, v, fields)
@@ -1324,6 +1325,40 @@ def list_transactions(side: Side, v: int, topic: str) -> Steps:
     _txn_init(side, topic)
     return {"list": _txn_call(side, 66, v, {"state_filters": ["Empty", "Sleeping"], "producer_id_filters": [],
                                             "duration_filter": -1, "transactional_id_pattern": topic.replace("-", ".")})}
+
+
+@case(9, "require_stable: a transaction's pending offsets, then a new producer instance fences it", min_version=7)
+def offset_fetch_require_stable(side: Side, v: int, topic: str) -> Steps:
+    """Issue 30: an exactly-once processor restarted after kill -9 fetches its committed offsets (require_stable,
+    librdkafka's read_committed default) while the killed instance's transaction, holding a TxnOffsetCommit, is
+    still open; the restart's InitProducerId for the same transactional id aborts it (KIP-447)."""
+    side.create_topic(topic)
+    group = topic + "-g"
+    _txn_call(side, 10, 3, {"key": group, "key_type": 0})
+    _commit(side, 5, group, topic, "", -1, 3)  # committed before the transaction
+    init = _txn_init(side, topic)
+    pid, epoch = init.producer_id, init.producer_epoch
+    _txn_call(side, 25, 3, {"transactional_id": topic, "producer_id": pid, "producer_epoch": epoch, "group_id": group})
+    _txn_call(side, 28, 3, {
+        "transactional_id": topic, "group_id": group, "producer_id": pid, "producer_epoch": epoch,
+        "generation_id": -1, "member_id": "", "group_instance_id": None,
+        "topics": [{"name": topic, "partitions": [
+            {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1, "committed_metadata": ""}]}]},
+        lambda r: r.topics[0].partitions[0].error_code)
+
+    def fetch(stable: bool, topics: list | None = ...) -> Any:
+        wanted = [{"name": topic, "partition_indexes": [0]}] if topics is ... else topics
+        if v >= 8:
+            return side.call(9, v, {"groups": [{"group_id": group, "topics": wanted}], "require_stable": stable})
+        return side.call(9, v, {"group_id": group, "topics": wanted, "require_stable": stable})
+
+    steps = {"open, require_stable": fetch(True), "open, not stable": fetch(False),
+             "open, every partition": fetch(True, None)}
+    # The restarted instance: InitProducerId with the same transactional id aborts the open transaction; once it
+    # answers (CONCURRENT_TRANSACTIONS is retried, as clients do), the offsets are stable again.
+    steps["fenced"] = _txn_init(side, topic)
+    steps["after the abort, require_stable"] = fetch(True)
+    return steps
 
 
 # The quota APIs' cases register themselves (their own module: this one is long enough).

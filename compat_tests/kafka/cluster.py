@@ -9,6 +9,7 @@ heap, its data in a temp dir and its log in a file; it is ready when Metadata li
 from __future__ import annotations
 
 import base64
+import fcntl
 import os
 import shutil
 import socket
@@ -49,13 +50,26 @@ class KafkaUnavailable(RuntimeError):
 
 def ensure_jars(quiet: bool = True, pom: Path = POM, lib: Path = LIB) -> Path:
     """Resolve ``pom``'s dependencies (by default Kafka's broker and tools) into ``lib`` with Maven (idempotent:
-    skipped while lib/.resolved is newer than the pom; ~4 s when ~/.m2 is warm)."""
+    skipped while lib/.resolved is newer than the pom; ~4 s when ~/.m2 is warm). A file lock makes concurrent
+    callers (`make test`'s workers) resolve once and wait for it."""
     stamp = lib / STAMP.name
-    if stamp.exists() and stamp.stat().st_mtime >= pom.stat().st_mtime:
+
+    def resolved() -> bool:
+        return stamp.exists() and stamp.stat().st_mtime >= pom.stat().st_mtime
+
+    if resolved():
         return lib
     for tool in ("mvn", "java"):
         if shutil.which(tool) is None:
             raise KafkaUnavailable(f"{tool} not found on PATH")
+    with open(lib.with_name(f".{lib.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not resolved():
+            _resolve(quiet, pom, lib)
+    return lib
+
+
+def _resolve(quiet: bool, pom: Path, lib: Path) -> None:
     if lib.exists():
         shutil.rmtree(lib)
     cmd = ["mvn", "-B", "-f", str(pom), "dependency:copy-dependencies", f"-DoutputDirectory={lib}",
@@ -65,8 +79,7 @@ def ensure_jars(quiet: bool = True, pom: Path = POM, lib: Path = LIB) -> Path:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise KafkaUnavailable(f"mvn dependency:copy-dependencies failed:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
-    stamp.write_text(KAFKA_VERSION + "\n")
-    return lib
+    (lib / STAMP.name).write_text(KAFKA_VERSION + "\n")
 
 
 def classpath() -> str:
@@ -77,22 +90,34 @@ def java(main: str, *args: str, timeout: float = 120, stdin: str | None = None,
          env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run one of Kafka's tool classes (`org.apache.kafka.tools.TopicCommand`, ...) to completion."""
     cp = classpath()  # first: it creates lib/, where the class-data-sharing archive goes
-    cmd = ["java", *JVM_FLAGS, *class_data_sharing(main), f"-Dlog4j2.configurationFile={HERE / 'log4j2-tools.properties'}",
-           "-cp", cp, main, *args]
-    return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    archive = LIB / "cds" / f"{main}.jsa"
+    written = archive.with_name(f"{archive.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}") if not archive.exists() else None
+    cmd = ["java", *JVM_FLAGS, *_class_data_sharing(archive, written),
+           f"-Dlog4j2.configurationFile={HERE / 'log4j2-tools.properties'}", "-cp", cp, main, *args]
+    try:
+        return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **(env or {})})
+    finally:
+        if written is not None and written.exists():
+            os.replace(written, archive)  # whole, so a JVM started meanwhile never maps a half-written archive
 
 
 def class_data_sharing(main: str, lib: Path = LIB) -> list[str]:
-    """JVM flags for a class-data-sharing archive of one tool's classes (<lib>/cds/<main>.jsa): the tool's
-    first run writes it at exit, later runs map it and start in about 0.8 s instead of 2 s. A stale or
-    foreign archive is ignored by the JVM (-Xshare:auto), silently."""
-    quiet = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
+    """JVM flags for the class-data-sharing archive of a long-lived JVM (a Connect worker: <lib>/cds/<main>.jsa),
+    written in place at its first clean exit; one module at a time starts such a JVM."""
     archive = lib / "cds" / f"{main}.jsa"
-    if archive.exists():
+    return _class_data_sharing(archive, None if archive.exists() else archive)
+
+
+def _class_data_sharing(archive: Path, written: Path | None) -> list[str]:
+    """JVM flags for a class-data-sharing archive of one tool's classes (lib/cds/<main>.jsa): the tool's
+    first run writes it at exit (under its own name, renamed into place by java()), later runs map it and start
+    in about 0.8 s instead of 2 s. A stale or foreign archive is ignored by the JVM (-Xshare:auto), silently."""
+    quiet = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
+    if written is None:
         return [f"-XX:SharedArchiveFile={archive}", *quiet]
     archive.parent.mkdir(exist_ok=True)
-    return [f"-XX:ArchiveClassesAtExit={archive}", *quiet]
+    return [f"-XX:ArchiveClassesAtExit={written}", *quiet]
 
 
 def _free_port() -> int:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -16,23 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from compat_tests.gateway_process import GatewayProcess  # noqa: E402
 from compat_tests.kafka.cluster import COMMON_CONFIG, KafkaCluster  # noqa: E402
-
-
-def _root_conftest() -> ModuleType:
-    """The repository's root conftest.py as pytest loaded it (its module name depends on the import mode and
-    on which other conftest.py files came first, so it is found by path), else loaded under its own name."""
-    path = str(ROOT / "conftest.py")
-    for module in list(sys.modules.values()):
-        if getattr(module, "__file__", None) == path:
-            return module
-    spec = importlib.util.spec_from_file_location("logway_root_conftest", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-GatewayProcess = _root_conftest().GatewayProcess
 
 
 def _require_java() -> None:
@@ -65,3 +48,12 @@ def logway_ref(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProc
         yield gw
     finally:
         gw.stop()
+
+
+@pytest.fixture(params=("kafka", "logway"))
+def side(request: pytest.FixtureRequest) -> tuple[str, int]:
+    """(bootstrap, port) of the reference Kafka or of the Logway configured alike: a test taking it runs on
+    each. Only the one asked for is started (`-k logway` starts no JVM); the root conftest groups the modules
+    that take it with the ones that take `kafka`, so `make test` starts the reference once."""
+    broker = request.getfixturevalue("kafka" if request.param == "kafka" else "logway_ref")
+    return broker.bootstrap, broker.port

@@ -8,6 +8,7 @@ leaves its group as Kafka's clients do. The class is compiled against the refere
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
 import threading
 import time
@@ -20,15 +21,19 @@ from compat_tests.kafka.cluster import HERE, JVM_FLAGS, classpath
 SOURCE = HERE / "java" / "Kafka4Client.java"
 
 
-def ensure_compiled() -> Path:
-    """lib/classes/Kafka4Client.class, recompiled when the source is newer."""
+def ensure_compiled(source: Path = SOURCE) -> Path:
+    """lib/classes/ with ``source`` (a Java file with no package) compiled against the reference jars,
+    recompiled when the source is newer. A file lock makes concurrent callers (`make test`'s workers) compile
+    once and wait for it, so none starts a JVM on a half-written class."""
     cp = classpath()
     classes = HERE / "lib" / "classes"
-    target = classes / "Kafka4Client.class"
-    if not target.exists() or target.stat().st_mtime < SOURCE.stat().st_mtime:
-        classes.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["javac", "-d", str(classes), "-cp", cp, str(SOURCE)], check=True, timeout=180,
-                       capture_output=True)
+    classes.mkdir(parents=True, exist_ok=True)
+    target = classes / f"{source.stem}.class"
+    with open(classes / ".compile.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not target.exists() or target.stat().st_mtime < source.stat().st_mtime:
+            subprocess.run(["javac", "-d", str(classes), "-cp", cp, str(source)], check=True, timeout=180,
+                           capture_output=True)
     return classes
 
 

@@ -18,8 +18,9 @@ from pathlib import Path
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
+from compat_tests.gateway_process import GatewayProcess
 from compat_tests.kafka.cluster import KafkaCluster
-from compat_tests.kafka.conftest import GatewayProcess, _require_java
+from compat_tests.kafka.conftest import _require_java
 
 TOPICS = {"plain": (3, "none"), "packed": (2, "lz4")}  # name -> (partitions, producer compression)
 # Topic configs live in Kafka's metadata log; retention.ms=-1 also keeps the 2023 timestamps below from expiring.

@@ -23,15 +23,7 @@ from compat_tests.kafka.kafka4_client import Kafka4Client
 from compat_tests.kafka.sides import Side
 from compat_tests.kafka.test_tools import GROUPS, tool
 
-SIDES = ("kafka", "logway")
 CONSUMER_PROTOCOL = "group.protocol=consumer"
-
-
-@pytest.fixture(params=SIDES)
-def side(request) -> tuple[str, int]:
-    """(bootstrap, port) of the reference Kafka or of the Logway configured alike."""
-    broker = request.getfixturevalue("kafka" if request.param == "kafka" else "logway_ref")
-    return broker.bootstrap, broker.port
 
 
 @pytest.fixture

@@ -22,12 +22,6 @@ from compat_tests.kafka.test_tools import tool
 SHARE_GROUPS = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 
 
-@pytest.fixture(params=("kafka", "logway"))
-def side(request) -> tuple[str, int]:
-    broker = request.getfixturevalue("kafka" if request.param == "kafka" else "logway_ref")
-    return broker.bootstrap, broker.port
-
-
 @pytest.fixture
 def clients() -> Iterator[list[Kafka4Client]]:
     started: list[Kafka4Client] = []

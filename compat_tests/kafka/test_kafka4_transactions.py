@@ -12,17 +12,10 @@ from __future__ import annotations
 
 import uuid
 
-import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from compat_tests.kafka.kafka4_client import Kafka4Client
 from compat_tests.kafka.sides import Side
-
-
-@pytest.fixture(params=("kafka", "logway"))
-def side(request) -> tuple[str, int]:
-    broker = request.getfixturevalue("kafka" if request.param == "kafka" else "logway_ref")
-    return broker.bootstrap, broker.port
 
 
 def _read_committed(bootstrap: str, topic: str, group: str) -> tuple[list[str], int]:
@@ -73,7 +66,7 @@ def test_transactions_bump_the_epoch_and_commit_offsets_without_add_requests(sid
 def test_transaction_version_1_keeps_the_epoch(tmp_path) -> None:
     """With transaction.version=1 finalized the same producer runs transaction version 1 (AddPartitionsToTxn,
     AddOffsetsToTxn, EndTxn v4): the epoch stays where InitProducerId put it."""
-    from compat_tests.kafka.conftest import GatewayProcess
+    from compat_tests.gateway_process import GatewayProcess
 
     gw = GatewayProcess(tmp_path / "data", extra_args=("--override", "transaction.version=1")).start()
     try:

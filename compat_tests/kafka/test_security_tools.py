@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from compat_tests.gateway_process import GatewayProcess
 from compat_tests.kafka.cluster import KafkaUnavailable, ensure_jars, java
-from compat_tests.kafka.conftest import GatewayProcess
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "gateway"))
 from tls_certs import make_certs  # noqa: E402

@@ -20,7 +20,7 @@ from collections import Counter
 
 from confluent_kafka import Producer
 
-from compat_tests.kafka.conftest import GatewayProcess
+from compat_tests.gateway_process import GatewayProcess
 from compat_tests.kafka.kafka4_client import Kafka4Client
 from compat_tests.kafka.sides import Side
 

@@ -92,7 +92,13 @@ async def _admin(bootstrap: str) -> None:
         cluster = await admin.describe_cluster()
         assert cluster["cluster_id"] and len(cluster["brokers"]) == 1
         await admin.create_partitions({topic: NewPartitions(5)})
+        # Kafka (KRaft) answers CreatePartitions before its metadata cache has the new partitions; a user asks
+        # again, and so does this test, for up to 15 s.
+        deadline = time.monotonic() + 15
         (desc,) = await admin.describe_topics([topic])
+        while len(desc["partitions"]) < 5 and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+            (desc,) = await admin.describe_topics([topic])
         assert len(desc["partitions"]) == 5
         await admin.delete_topics([topic])
         deadline = time.monotonic() + 15

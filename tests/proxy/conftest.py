@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import socket
 import subprocess
 import sys
@@ -10,30 +9,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # bench/ as a package, as compat_tests/test_proxy_matrix.py does
 from bench.procs import free_port_block  # noqa: E402  (after the path above)
-
-
-def _root_conftest() -> ModuleType:
-    """The repository's root conftest.py as pytest loaded it (found by path; see compat_tests/kafka)."""
-    path = str(ROOT / "conftest.py")
-    for module in list(sys.modules.values()):
-        if getattr(module, "__file__", None) == path:
-            return module
-    spec = importlib.util.spec_from_file_location("logway_root_conftest", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_root = _root_conftest()
-GatewayProcess = _root.GatewayProcess
-wait_for_port = _root.wait_for_port
+from compat_tests.gateway_process import GatewayProcess, wait_for_port  # noqa: E402
 
 
 class ProxyProcess:

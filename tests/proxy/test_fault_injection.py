@@ -58,9 +58,9 @@ FILTERS = {
 
 @pytest.fixture(scope="module")
 def chaos(tmp_path_factory, logway_upstream, proxy_process_type) -> Iterator[tuple[object, int]]:
-    from tests.proxy.conftest import _root  # noqa: PLC0415
+    from compat_tests.gateway_process import free_port  # noqa: PLC0415
 
-    metrics_port = _root.free_port()
+    metrics_port = free_port()
     overrides = [f"proxy.filters={','.join(FILTERS)}", f"metrics.port={metrics_port}"]
     for name, keys in FILTERS.items():
         overrides += [f"proxy.filter.{name}.type=fault"] + [f"proxy.filter.{name}.{k}={v}" for k, v in keys.items()]

@@ -26,9 +26,9 @@ from compat_tests.kafka.wire_client import request_frame  # noqa: E402
 
 @pytest.fixture(scope="module")
 def metered_proxy(tmp_path_factory, logway_upstream, proxy_process_type) -> Iterator[tuple[object, int]]:
-    from tests.proxy.conftest import _root  # noqa: PLC0415
+    from compat_tests.gateway_process import free_port  # noqa: PLC0415
 
-    metrics_port = _root.free_port()
+    metrics_port = free_port()
     p = proxy_process_type(tmp_path_factory.mktemp("metered-proxy"), logway_upstream.bootstrap,
                            ("--override", f"metrics.port={metrics_port}"))
     p.start()

@@ -38,10 +38,11 @@ def held_bytes(seconds: float) -> float:
 @pytest.fixture(scope="module")
 def quota_proxy(tmp_path_factory, logway_upstream) -> Iterator[tuple[str, str, int]]:
     """(the tenant listener's bootstrap, the plain listener's bootstrap, the metrics port)."""
-    from tests.proxy.conftest import _root, free_port_block, proxy_from_properties  # noqa: PLC0415
+    from compat_tests.gateway_process import free_port  # noqa: PLC0415
+    from tests.proxy.conftest import free_port_block, proxy_from_properties  # noqa: PLC0415
 
     base = free_port_block(2 * SPAN)
-    metrics_port = _root.free_port()
+    metrics_port = free_port()
     tenant, plain = base, base + SPAN
     properties = (
         f"listeners=TENANT://127.0.0.1:{tenant},PLAINTEXT://127.0.0.1:{plain}\n"

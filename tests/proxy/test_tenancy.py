@@ -25,10 +25,11 @@ SPAN = 12  # ports per listener: the bootstrap port, then node N on + 1 + N (nod
 @pytest.fixture(scope="module")
 def tenant_proxy(tmp_path_factory, logway_upstream) -> Iterator[tuple[dict[str, str], int]]:
     """The proxy's two tenant bootstraps, {"a": host:port, "b": host:port}, and its metrics port."""
-    from tests.proxy.conftest import _root, free_port_block, proxy_from_properties  # noqa: PLC0415
+    from compat_tests.gateway_process import free_port  # noqa: PLC0415
+    from tests.proxy.conftest import free_port_block, proxy_from_properties  # noqa: PLC0415
 
     base = free_port_block(2 * SPAN)
-    metrics_port = _root.free_port()
+    metrics_port = free_port()
     workdir = tmp_path_factory.mktemp("tenant-proxy")
     ports = {"a": base, "b": base + SPAN}
     properties = (

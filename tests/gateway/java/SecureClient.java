@@ -26,9 +26,11 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * roundtrip TOPIC_PREFIX CONFIG...: for each client config file (bootstrap.servers, security.protocol, SASL,
  *   TLS): admin createTopics + describeCluster, produce 20 records, consume them in a group, commit; prints
  *   "OK <config> produced=20 consumed=20 committed=20" or "FAIL <config> <exception>".
- * reauth TOPIC CONFIG SECONDS: one producer and one group consumer for SECONDS, a record a time; prints
- *   "OK produced=N consumed=N reauth=R" (R: successful re-authentications, the producer's and consumer's
- *   successful-reauthentication-total) or "FAIL <exception>" with the counts so far.
+ * reauth TOPIC CONFIG MIN_REAUTHS MAX_SECONDS: one producer and one group consumer, a record a time, until the
+ *   producer and the consumer have each re-authenticated MIN_REAUTHS times and 20 records went through, or
+ *   MAX_SECONDS passed (a bound, not the expected time); prints "OK produced=N consumed=N reauth=R
+ *   producer_reauth=P consumer_reauth=C" (successful-reauthentication-total over each client's connections)
+ *   or "FAIL <exception>" with the counts so far.
  */
 public final class SecureClient {
     public static void main(String[] args) throws Exception {
@@ -43,7 +45,7 @@ public final class SecureClient {
                 System.out.flush();
             }
         } else {
-            reauth(load(args[2]), args[1], Integer.parseInt(args[3]));
+            reauth(load(args[2]), args[1], Integer.parseInt(args[3]), Integer.parseInt(args[4]));
         }
         System.exit(0);
     }
@@ -108,15 +110,16 @@ public final class SecureClient {
         return total;
     }
 
-    private static void reauth(Properties conf, String topic, int seconds) throws Exception {
+    private static void reauth(Properties conf, String topic, int minReauths, int maxSeconds) throws Exception {
         int produced = 0, consumed = 0;
         KafkaProducer<String, String> p = producer(with(conf, "max.block.ms", "10000", "delivery.timeout.ms", "10000",
                 "request.timeout.ms", "5000"));
         KafkaConsumer<String, String> c = consumer(with(conf, "default.api.timeout.ms", "10000"), "g-" + topic);
         try {
             c.subscribe(List.of(topic));
-            long end = System.currentTimeMillis() + seconds * 1000L;
-            while (System.currentTimeMillis() < end) {
+            long end = System.currentTimeMillis() + maxSeconds * 1000L;
+            while (System.currentTimeMillis() < end
+                    && (reauths(p.metrics()) < minReauths || reauths(c.metrics()) < minReauths || produced < 20)) {
                 p.send(new ProducerRecord<>(topic, "v" + produced)).get(10, TimeUnit.SECONDS);
                 produced++;
                 for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) consumed++;
@@ -127,7 +130,8 @@ public final class SecureClient {
                 for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) consumed++;
             }
             System.out.println("OK produced=" + produced + " consumed=" + consumed + " reauth="
-                    + (long) (reauths(p.metrics()) + reauths(c.metrics())));
+                    + (long) (reauths(p.metrics()) + reauths(c.metrics())) + " producer_reauth="
+                    + (long) reauths(p.metrics()) + " consumer_reauth=" + (long) reauths(c.metrics()));
         } catch (Exception e) {
             Throwable cause = e;
             while (cause.getCause() != null) cause = cause.getCause();
