@@ -39,8 +39,9 @@ FILTERS = {
     # ... or written, and the acknowledgement lost (the retry must not duplicate) ...
     "lost": {"apis": "Produce", "topics": "faulty-.*", "error": "REQUEST_TIMED_OUT", "error.rate": "0.2",
              "error.after.upstream": "true", "seed": "2"},
-    # ... or the connection closed under it.
-    "closing": {"apis": "Produce", "topics": "faulty-.*", "disconnect.rate": "0.03", "seed": "3"},
+    # ... or the connection closed under it (seed 31: the first draw is under 0.03, so the first Produce of the
+    # run is cut off whatever the batching; at 3% a run of a few dozen Produce requests could have none).
+    "closing": {"apis": "Produce", "topics": "faulty-.*", "disconnect.rate": "0.03", "seed": "31"},
     # Fetches fail (seed 14: the first draw is under 0.2, so the first Fetch of the run fails).
     "stale": {"apis": "Fetch", "topics": "faulty-.*", "error": "NOT_LEADER_OR_FOLLOWER", "error.rate": "0.2",
               "seed": "14"},
