@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.packaging.source_tree import copy_source
+
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = {"podman": "podman", "buildah": "buildah", "podman-compose": "podman-compose", "runc": "runc",
          "debootstrap": "debootstrap", "fuse-overlayfs": "fuse-overlayfs", "slirp4netns": "slirp4netns"}
@@ -172,7 +174,8 @@ def build_image(podman: Podman, context: Path, extra: str, dockerfile: str, base
     """A wheelhouse of Logway[extra] built here on the host, then docker/<dockerfile> on the given base image."""
     assert sys.version_info[:2] == (3, 11), "the wheels are built here for the image's Python 3.11 (bookworm's)"
     started = time.monotonic()
-    run([sys.executable, "-m", "pip", "wheel", "--quiet", f"{REPO}{extra}", "--wheel-dir", str(context / "wheelhouse")])
+    source = copy_source(context / "source")  # not the tree itself: see tests/packaging/source_tree.py
+    run([sys.executable, "-m", "pip", "wheel", "--quiet", f"{source}{extra}", "--wheel-dir", str(context / "wheelhouse")])
     name = f"localhost/logway-test-{dockerfile.split('.')[0].lower()}:{uuid.uuid4().hex[:8]}"
     podman.images.append(name)
     podman("build", "--pull=never", "--layers=false", "--format", "docker", "--build-arg", f"BASE_IMAGE={base}",

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from logway.wire import compression
+from tests.packaging.source_tree import copy_source
 
 ROOT = Path(__file__).resolve().parents[2]
 TOP_LEVEL = {"wire", "storage", "coordinator", "gateway", "spark"}
@@ -23,7 +24,8 @@ TOP_LEVEL = {"wire", "storage", "coordinator", "gateway", "spark"}
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(ROOT)],
+    source = copy_source(tmp_path_factory.mktemp("source"))  # not the tree itself: see source_tree.py
+    subprocess.run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(source)],
                    check=True, capture_output=True, timeout=600)
     return out
 

@@ -84,11 +84,12 @@ class StandaloneCluster:
         return [self.workdir / f"worker-{n}" for n in range(self.workers)]
 
     def state(self) -> dict | None:
-        """The master's state as its web UI serves it at /json/ (workers, active and completed apps); None if down."""
+        """The master's state as its web UI serves it at /json/ (workers, active and completed apps); None if down
+        or not serving it yet (a UI that is starting answers with an empty page)."""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=5) as answer:
                 return json.load(answer)
-        except OSError:
+        except (OSError, ValueError):  # (json.JSONDecodeError is a ValueError)
             return None
 
     def wait(self, condition: Callable[[dict | None], bool], timeout: float, what: str) -> dict:
