@@ -95,17 +95,19 @@ def _group_of_modules(items: list[pytest.Item]) -> dict[str, str]:
     return groups
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True)  # around every other implementation: xdist's reads the marks (tryfirst was not enough)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Iterator[None]:
     """Under `--dist loadgroup`: each module's group as its xdist_group mark (read by xdist's own hook, which
     runs after this one), and the items ordered so the longest groups are handed out first."""
-    if getattr(config.option, "dist", "no") != "loadgroup":
-        return
+    # In the workers, where the marks are read, xdist sets dist to "no" and keeps `--dist loadgroup` as loadgroup.
+    if not (getattr(config.option, "loadgroup", False) or getattr(config.option, "dist", "no") == "loadgroup"):
+        return (yield)
     groups = _group_of_modules(items)
     for item in items:
         item.add_marker(pytest.mark.xdist_group(groups[item.nodeid.split("::", 1)[0]]))
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(groups[item.nodeid.split("::", 1)[0]], len(rank)))  # stable
+    return (yield)
 
 
 @pytest.hookimpl(optionalhook=True)  # without xdist (-p no:xdist) the hook does not exist

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
+from logway.wire.java_hash import java_string_hashcode
+
 __all__ = ["LoadedPartitions", "java_string_hashcode", "partition_for_group"]
 
 _INT32_MIN = -(2**31)
-
-
-def java_string_hashcode(s: str) -> int:
-    """Java's ``String.hashCode``: ``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units, as a signed int32."""
-    h = 0
-    units = s.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(units), 2):
-        h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def partition_for_group(group_id: str, num_partitions: int) -> int:

@@ -3,7 +3,7 @@ and AlterUserScramCredentials (key 51), answered by the broker for its realm and
 cluster's own (each virtual cluster's users are its own).
 
 DescribeUserScramCredentials:
-users null or empty: every user with a SCRAM credential; else each named user once; both sorted by name, as
+users null or empty: every user with a SCRAM credential; else each named user once; both in java.util.HashMap order, as
 Kafka 4 answers. Kafka's errors and messages: a user without credentials (the empty name included)
 RESOURCE_NOT_FOUND, a name given twice DUPLICATE_RESOURCE. Each user lists its mechanisms (1 SCRAM-SHA-256, 2 SCRAM-SHA-512) and iterations; never
 salts or keys. Needs DESCRIBE on the cluster when an authorizer is configured (CLUSTER_AUTHORIZATION_FAILED).
@@ -25,6 +25,7 @@ from typing import Any
 from logway.server.security.credentials import CredentialStore
 from logway.server.security.scram import MAX_ITERATIONS, MECHANISM_IDS, MIN_ITERATIONS, credential_from_salted_password
 from logway.wire.errors import ErrorCode
+from logway.wire.java_hash import java_hash_map_order
 from logway.wire.protocol import build, response_type
 
 DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS = 50, 51
@@ -42,11 +43,11 @@ def describe_users(store: CredentialStore, version: int, request: Any) -> Any:
     users = store.users()
     names = [u.name for u in request.users or ()]
     if not names:
-        results = [_described(user, mechs) for user, mechs in sorted(users.items())]
+        results = [_described(user, users[user]) for user in java_hash_map_order(sorted(users))]
     else:
         counts = Counter(names)
         results = []
-        for name in sorted(set(names)):  # Kafka 4 answers in user-name order
+        for name in java_hash_map_order(names):  # Kafka 4's ScramImage.describe answers from a HashMap
             if counts[name] > 1:
                 results.append({"user": name, "error_code": ErrorCode.duplicate_resource, "error_message":
                                 f"Cannot describe SCRAM credentials for the same user twice in a single request: {name}"})
