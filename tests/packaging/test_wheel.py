@@ -4,6 +4,7 @@ fresh venv, used from outside the repository (import, `logway --version`, serve,
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -21,12 +22,18 @@ ROOT = Path(__file__).resolve().parents[2]
 TOP_LEVEL = {"wire", "storage", "coordinator", "gateway", "spark"}
 
 
+def _user_env() -> dict[str, str]:
+    """The environment of a user's shell: without the PYTHONPATH a test of the same worker may have set (the Spark
+    tests put the repository on it, whose editable-install metadata would make pip think Logway installed)."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+
+
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     source = copy_source(tmp_path_factory.mktemp("source"))  # not the tree itself: see source_tree.py
     subprocess.run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(source)],
-                   check=True, capture_output=True, timeout=600)
+                   check=True, capture_output=True, timeout=600, env=_user_env())
     return out
 
 
@@ -70,16 +77,18 @@ def test_wheel_in_a_fresh_venv(dist: Path, tmp_path: Path) -> None:
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     py, logway = env_dir / "bin" / "python", env_dir / "bin" / "logway"
-    subprocess.run([py, "-m", "pip", "install", "--quiet", str(wheel)], check=True, timeout=600, cwd=tmp_path)
+    subprocess.run([py, "-m", "pip", "install", "--quiet", str(wheel)], check=True, timeout=600, cwd=tmp_path,
+                   env=_user_env())
     # Outside the repository: only the installed `logway` namespace is importable, not the repo's folders.
     probe = ("import importlib.util, logway.wire.batch, logway.gateway.broker; "
              "from logway.wire.batch_validation import has_compiled_scanner, has_native_decompression; "
              "print(all(importlib.util.find_spec(n) is None for n in ('wire', 'storage', 'gateway', 'spark')), "
              "has_compiled_scanner(), has_native_decompression())")
-    probed = subprocess.run([py, "-c", probe], cwd=tmp_path, capture_output=True, text=True)
+    probed = subprocess.run([py, "-c", probe], cwd=tmp_path, env=_user_env(), capture_output=True, text=True)
     assert probed.returncode == 0, probed.stderr
     assert probed.stdout.strip() == f"True True {compression.native is not None}"
-    version = subprocess.run([logway, "--version"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    version = subprocess.run([logway, "--version"], cwd=tmp_path, env=_user_env(), capture_output=True, text=True,
+                             check=True)
     assert version.stdout.strip().startswith("logway ")
 
     with socket.socket() as s:
@@ -87,7 +96,7 @@ def test_wheel_in_a_fresh_venv(dist: Path, tmp_path: Path) -> None:
         port = s.getsockname()[1]
     listener = f"PLAINTEXT://127.0.0.1:{port}"
     proc = subprocess.Popen([logway, "serve", "--listeners", listener, "--advertised-listeners", listener,
-                             "--log-dirs", str(tmp_path / "data")], cwd=tmp_path,
+                             "--log-dirs", str(tmp_path / "data")], cwd=tmp_path, env=_user_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         for line in proc.stdout:  # the gateway logs "listening on ..." once it accepts connections
@@ -110,7 +119,8 @@ def test_wheel_in_a_fresh_venv(dist: Path, tmp_path: Path) -> None:
         consumer.close()
         assert got == [(i, b"k%d" % i, b"v%d" % i) for i in range(10)]
         # The admin tools' Kafka client (confluent-kafka) comes with the wheel's dependencies.
-        listed = subprocess.run([logway, "topics", "list", "--bootstrap-server", f"127.0.0.1:{port}"], cwd=tmp_path,
+        listed = subprocess.run([logway, "topics", "list", "--bootstrap-server", f"127.0.0.1:{port}"],
+                                cwd=tmp_path, env=_user_env(),
                                 capture_output=True, text=True, timeout=60)
         assert listed.returncode == 0 and listed.stdout.split() == ["smoke"], listed.stderr
     finally:
