@@ -27,6 +27,18 @@ def fetch(s: socket.socket, group: str, member: str, epoch: int, topic_id: uuid.
             for t in resp.responses for p in t.partitions for a in p.acquired_records]
 
 
+def join(s: socket.socket, member: str):
+    """ShareGroupHeartbeat at epoch 0, asked again while the coordinator is still loading its partitions (as a
+    client does on COORDINATOR_LOAD_IN_PROGRESS, for at most 30 s)."""
+    deadline = time.monotonic() + 30
+    while True:
+        joined = exchange(s, 76, 1, {"group_id": "g", "member_id": member, "member_epoch": 0, "rack_id": None,
+                                     "subscribed_topic_names": ["t"]})
+        if joined.error_code != E.coordinator_load_in_progress or time.monotonic() > deadline:
+            return joined
+        time.sleep(0.05)
+
+
 def test_records_held_by_a_closed_connection_are_delivered_again_at_once(tmp_path) -> None:
     gw = InProcessGateway(tmp_path / "data", {"group.share.assignment.interval.ms": "0"}).start()
     try:
@@ -42,8 +54,7 @@ def test_records_held_by_a_closed_connection_are_delivered_again_at_once(tmp_pat
                 {"name": "t", "partition_data": [{"index": 0, "records": batch}]}]})
             assert produced.responses[0].partition_responses[0].error_code == E.none
             for member in (a, b):  # one partition, two members: they share it
-                joined = exchange(other, 76, 1, {"group_id": "g", "member_id": member, "member_epoch": 0,
-                                                 "rack_id": None, "subscribed_topic_names": ["t"]})
+                joined = join(other, member)
                 assert joined.error_code == E.none, joined
             with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as first:
                 assert fetch(first, "g", a, 0, topic_id, 5000) == [(0, 2, 1)]
