@@ -46,12 +46,21 @@ def _settle(side: Side, v: int, group: str, member: str, joined: Any, partitions
     return resp
 
 
+# COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: retried by every client.
+_RETRIABLE = {14, 15, 16}
+
+
 def _member(side: Side, v: int, topic: str, partitions: int, group: str | None = None) -> tuple[str, str, Any]:
     """A share group of one settled member on ``topic``: (group, member id, its last heartbeat answer)."""
     group = group or f"{topic}-share"
     _find_coordinator(side, 4, group)
     member = str(uuid.uuid4())
-    joined = _heartbeat(side, 1, group, member, 0, [topic])
+    deadline = time.monotonic() + 30
+    while True:  # a coordinator still loading or moving answers the join with an error a client retries
+        joined = _heartbeat(side, 1, group, member, 0, [topic])
+        if joined.error_code not in _RETRIABLE or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     return group, member, _settle(side, 1, group, member, joined, partitions)
 
 
