@@ -73,6 +73,15 @@ class ProxyProcess:
         self.proc = None
 
 
+def add_scram_users(props: Path, users: dict[str, tuple[str, str]]) -> None:
+    """`logway users add --virtual-cluster` for each tenant's (user, password), SCRAM-SHA-256, before the proxy
+    reading ``props`` starts."""
+    for tenant, (user, password) in users.items():
+        subprocess.run([sys.executable, "-m", "logway.cli", "users", "add", "--config", str(props),
+                        "--virtual-cluster", tenant, "--user", user, "--password", password,
+                        "--mechanism", "SCRAM-SHA-256"], check=True, timeout=60)
+
+
 @contextmanager
 def proxy_from_properties(workdir: Path, properties: str, ports: list[int]) -> Iterator[subprocess.Popen]:
     """`logway proxy --config` with ``properties`` (written to ``workdir``), running until the block ends; waits

@@ -62,8 +62,6 @@ import dataclasses
 import hashlib
 import json
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,7 +145,7 @@ def upstream(tmp_path_factory) -> Iterator:
 
 @pytest.fixture(scope="module", params=["open", "acl"])
 def world(request, tmp_path_factory, upstream) -> Iterator[World]:
-    from tests.proxy.conftest import free_port_block, wait_for_port  # noqa: PLC0415
+    from tests.proxy.conftest import add_scram_users, free_port_block, proxy_from_properties  # noqa: PLC0415
 
     mode = request.param
     base = free_port_block(2 * SPAN)
@@ -158,26 +156,10 @@ def world(request, tmp_path_factory, upstream) -> Iterator[World]:
     realm_dirs = {t: workdir / "state" / "virtual-clusters" / t for t in ports}
     if mode == "acl":
         _grant_admins(realm_dirs, prefixes)
-    for tenant, (user, password) in USERS.items():
-        subprocess.run([sys.executable, "-m", "logway.cli", "users", "add", "--config", str(props),
-                        "--virtual-cluster", tenant, "--user", user, "--password", password,
-                        "--mechanism", "SCRAM-SHA-256"], check=True, timeout=60)
+    add_scram_users(props, USERS)
     log_path = workdir / "proxy.log"
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "logway.cli", "proxy", "--config", str(props)],
-                                stdout=log, stderr=subprocess.STDOUT)
-    try:
-        for port in ports.values():
-            wait_for_port(port, proc)
-            wait_for_port(port + 1 + NODE, proc)
+    with proxy_from_properties(workdir, props.read_text(), [p + skip for p in ports.values() for skip in (0, 1 + NODE)]):
         yield _plant(mode, ports, prefixes, (log_path, upstream.log_path), realm_dirs, upstream.port)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _configure(workdir: Path, mode: str, ports: dict[str, int], prefixes: dict[str, str], upstream: str) -> Path:

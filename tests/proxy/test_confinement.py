@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import socket
 import struct
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 
@@ -55,7 +53,7 @@ class Tenants:
 def tenants(tmp_path_factory, logway_upstream) -> Iterator[Tenants]:
     """A proxy with virtual clusters a and b on SASL_PLAINTEXT listeners: PLAIN users per listener, SCRAM users
     per virtual cluster (made with `logway users --virtual-cluster`)."""
-    from tests.proxy.conftest import free_port_block, wait_for_port  # noqa: PLC0415
+    from tests.proxy.conftest import add_scram_users, free_port_block, proxy_from_properties  # noqa: PLC0415
 
     base = free_port_block(2 * SPAN)
     ports = {"a": base, "b": base + SPAN}
@@ -73,26 +71,10 @@ def tenants(tmp_path_factory, logway_upstream) -> Iterator[Tenants]:
         "proxy.virtual.clusters=a,b\n"
         "proxy.virtual.cluster.a.listener=TENANT_A\nproxy.virtual.cluster.a.topic.prefix=tenant-a.\n"
         "proxy.virtual.cluster.b.listener=TENANT_B\nproxy.virtual.cluster.b.topic.prefix=tenant-b.\n")
-    for tenant, (user, password) in USERS.items():
-        subprocess.run([sys.executable, "-m", "logway.cli", "users", "add", "--config", str(props),
-                        "--virtual-cluster", tenant, "--user", user, "--password", password,
-                        "--mechanism", "SCRAM-SHA-256"], check=True, timeout=60)
+    add_scram_users(props, USERS)
     log_path = workdir / "proxy.log"
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "logway.cli", "proxy", "--config", str(props)],
-                                stdout=log, stderr=subprocess.STDOUT)
-    try:
-        for port in ports.values():
-            wait_for_port(port, proc)
-            wait_for_port(port + 1 + NODE, proc)
+    with proxy_from_properties(workdir, props.read_text(), [p + skip for p in ports.values() for skip in (0, 1 + NODE)]):
         yield Tenants(ports, log_path, props)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
     assert "Traceback" not in log_path.read_text(errors="replace")
 
 
