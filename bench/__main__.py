@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = []
     steps = {"produce": bench.produce, "consume": lambda: [bench.consume(), bench.consume(procs=2), *bench.consume_more()],
              "e2e": lambda: [bench.e2e()],
-             "scaling": bench.scaling, "fetch": bench.fetch, "restart": bench.restart,
+             "scaling": bench.scaling, "idle": bench.idle, "fetch": bench.fetch, "restart": bench.restart,
              "kafka-python": bench.kafka_python, "transactions": bench.transactions}
     failures = []
     for section in SECTIONS:

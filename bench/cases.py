@@ -266,6 +266,34 @@ class Bench:
                     outcomes[mb].peak_rss_mb[kind] = broker.memory_mb()["VmHWM"]
         return [outcomes[mb] for mb in sizes]
 
+    # a consumer tailing idle partitions ----------------------------------------------------------------------
+
+    def idle(self) -> list[CaseOutcome]:
+        """One librdkafka consumer tailing 1,000 partitions that get nothing, fetch.wait.max.ms 100: every Fetch
+        is a long poll that times out. Broker CPU per Fetch is the broker's CPU per second over the window
+        divided by the Fetch requests per second the client's statistics count (idle timers included)."""
+        partitions, seconds = 1000, self.s.idle_seconds
+        topics: dict[str, str] = {}
+
+        def setup(broker: Broker) -> None:
+            topics[broker.name] = new_topic(broker, partitions, "idle")
+
+        def run_once(broker: Broker, _i: int) -> dict[str, float]:
+            spec = {"mode": "rdkafka.tail_idle", "topic": topics[broker.name], "partitions": partitions,
+                    "fetch_wait_ms": 100, "duration": seconds}
+            run = run_load(broker, [spec], timeout=seconds + 120)
+            rate = run.results[0]["fetches_per_s"]
+            cpu_ms_per_s = 1000 * run.broker_cpu_s / run.span_s
+            return {"cpu_ms_per_fetch": cpu_ms_per_s / rate if rate else None, "fetches_per_s": rate,
+                    "cpu_ms_per_s": cpu_ms_per_s, "other_cores": run.other_cores}
+
+        name = f"one consumer tailing {partitions:,} idle partitions, fetch.wait.max.ms 100, {seconds:g} s"
+        metrics = [Metric("cpu_ms_per_fetch", "broker CPU ms per Fetch", False),
+                   Metric("fetches_per_s", "Fetch requests/s"),
+                   Metric("cpu_ms_per_s", "broker CPU ms per s", False)]
+        return [self.paired(CaseOutcome("idle", name, {"partitions": partitions, "seconds": seconds}, metrics),
+                            run_once, setup)]
+
     # restart -------------------------------------------------------------------------------------------
 
     def restart(self) -> list[CaseOutcome]:

@@ -41,6 +41,7 @@ def modes() -> dict[str, Callable[[dict], dict]]:
         "rdkafka.e2e_produce": rdkafka_load.e2e_produce,
         "rdkafka.e2e_consume": rdkafka_load.e2e_consume,
         "rdkafka.fetch_probe": rdkafka_load.fetch_probe,
+        "rdkafka.tail_idle": rdkafka_load.tail_idle,
         "kafka_python.produce": kafka_python_load.produce,
         "kafka_python.consume": kafka_python_load.consume,
     }

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import struct
 import time
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, Producer, TopicPartition
 
 from bench.loadgen import payloads, ready
 
@@ -220,3 +221,35 @@ def fetch_probe(spec: dict) -> dict:
     latencies = [first_at(rng.randrange(region)) * 1000 for _ in range(spec["probes"])]
     consumer.close()
     return {"latencies_ms": latencies}
+
+
+def tail_idle(spec: dict) -> dict:
+    """Tail `partitions` partitions that get no records, with a long poll of `fetch_wait_ms`, for `duration` s.
+
+    The Fetch requests sent are counted by librdkafka itself (its statistics' per-broker request counts), so the
+    figure is the same for every broker: Fetch requests per second over the statistics between the release and
+    the end, which the driver sets beside the broker's CPU over the same window.
+    """
+    stats: list[tuple[float, int]] = []
+
+    def on_stats(raw: str) -> None:
+        fetches = sum(b.get("req", {}).get("Fetch", 0) for b in json.loads(raw)["brokers"].values())
+        stats.append((time.monotonic(), fetches))
+
+    consumer = _consumer({**spec, "config": {"statistics.interval.ms": 1000, "stats_cb": on_stats}})
+    consumer.assign([TopicPartition(spec["topic"], p, OFFSET_END) for p in range(spec["partitions"])])
+    deadline = time.monotonic() + 60
+    while (len(stats) < 2 or stats[-1][1] - stats[0][1] < 5) and time.monotonic() < deadline:
+        consumer.poll(0.2)  # until its fetch loop runs: the first long polls and offset lookups are set-up
+    ready()
+    start = time.monotonic()
+    first = len(stats)
+    while time.monotonic() < start + spec["duration"]:
+        if consumer.poll(0.2) is not None:
+            raise RuntimeError("a record arrived on a partition that was to stay idle")
+    window = stats[first:]
+    consumer.close()
+    if len(window) < 2:
+        return {"start": start, "end": time.monotonic(), "fetches_per_s": 0.0}
+    (t0, n0), (t1, n1) = window[0], window[-1]
+    return {"start": start, "end": time.monotonic(), "fetches_per_s": (n1 - n0) / (t1 - t0)}

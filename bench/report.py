@@ -15,6 +15,7 @@ SECTION_TITLES = {
     "consume": "Consume throughput (librdkafka and Java consumers from earliest)",
     "e2e": "End-to-end latency (tailing librdkafka consumer)",
     "scaling": "Scaling: partitions and producer connections",
+    "idle": "Idle partitions: a consumer tailing 1,000 partitions with a 100 ms long poll",
     "fetch": "Fetch latency from an old offset vs log size (warm page cache)",
     "restart": "Restart time (Logway only)",
     "kafka-python": "kafka-python as the client",
@@ -129,6 +130,14 @@ def targets(outcomes: list[CaseOutcome]) -> list[dict]:
     r = lz4.ratio("mb_s", "kafka") if lz4 else None
     add("produce lz4, records validated: throughput >= 1.5x Kafka (1 KiB, 8 partitions, acks=all)", r,
         r is not None and r >= 1.5, f"Logway/Kafka MB/s = {fmt(r)}")
+    idle = find(outcomes, "idle")
+    if idle:
+        per = {b: idle.summary(b, "cpu_ms_per_fetch") for b in ("logway", "tansu", "kafka")}
+        ms = per["logway"]["median"] if per["logway"] else None
+        peers = ", ".join(f"{label} {fmt(per[b]['median'])}" for b, label in (("tansu", "Tansu"), ("kafka", "Kafka"))
+                          if per[b])
+        add("one consumer tailing 1,000 idle partitions, long poll 100 ms: <= 2 ms broker CPU per Fetch", ms,
+            ms is not None and ms <= 2.0, f"Logway {fmt(ms)} ms per Fetch" + (f" ({peers})" if peers else ""))
     for label, case in (("produce", ref), ("consume", con)):
         r = case.ratio(CPU.key) if case else None
         add(f"broker CPU per GB <= Tansu ({label})", r, r is not None and r <= 1.0,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SECTIONS = ("produce", "consume", "e2e", "scaling", "fetch", "restart", "kafka-python", "transactions")
+SECTIONS = ("produce", "consume", "e2e", "scaling", "idle", "fetch", "restart", "kafka-python", "transactions")
 MB = 1 << 20
 
 
@@ -22,6 +22,7 @@ class Settings:
     e2e_rate: int = 5000           # msg/s, paced
     e2e_seconds: float = 20.0
     scaling_mb: int = 128          # payload per scaling run
+    idle_seconds: float = 20.0     # a consumer tailing 1,000 idle partitions, per run
     fetch_log_mb: tuple[int, ...] = (128, 1024)   # log sizes for fetch latency from an old offset
     fetch_probes: int = 10
     restart_log_mb: int = 1024     # log size for restart after clean shutdown / SIGKILL (10 GB: --log-gb 10)
@@ -34,7 +35,7 @@ class Settings:
     @classmethod
     def for_run(cls, quick: bool, **overrides) -> Settings:
         if quick:
-            base = cls(quick=True, produce_mb=64, consume_mb=128, e2e_seconds=8.0, scaling_mb=32,
+            base = cls(quick=True, produce_mb=64, consume_mb=128, e2e_seconds=8.0, scaling_mb=32, idle_seconds=8.0,
                        fetch_log_mb=(32, 128), fetch_probes=5, restart_log_mb=128, kafka_python_mb=16)
         else:
             base = cls()
