@@ -18,6 +18,7 @@ from logway.coordinator.producer_ids import ProducerIdManager
 from logway.gateway.client_quotas import QuotaStore
 from logway.gateway.config import BrokerConfig
 from logway.gateway.dynamic_broker_config import DynamicBrokerConfigs
+from logway.gateway.fetch_heads import FetchHeads
 from logway.gateway.fetch_sessions import FetchSessionCache
 from logway.gateway.fetch_waiters import FetchWaiters, Watched
 from logway.gateway.group_commit import GroupCommit
@@ -79,6 +80,8 @@ class Broker:
         self.stats = BrokerStats()  # counters for the metrics endpoint
         # KIP-227 incremental fetch sessions (gateway/fetch_sessions.py).
         self.fetch_sessions = FetchSessionCache(int(config.properties["max.incremental.fetch.session.cache.slots"]))
+        # Each topic's partitions as a Fetch with nothing new answers them (gateway/fetch_heads.py).
+        self.fetch_heads = FetchHeads(self.logs.topics)
         # Appends that must be fsynced before they are acknowledged share fsyncs (gateway/group_commit.py).
         self.group_commit = GroupCommit(self._flushed)
         # The audit log (audit.log.file): opened with the log, so an unwritable file stops start-up.

@@ -198,6 +198,7 @@ class LogManager:
                 if p not in logs:
                     log.warning("partition %s-%d is missing from every log dir; recreating it empty", name, p)
                     logs[p] = self._new_partition(topic, p)
+                logs[p].changes = topic.changes  # loaded before its topic was made (nothing has read it yet)
                 topic.partitions.append(logs[p])
                 if not (logs[p].dir / PARTITION_METADATA_FILE).exists():
                     _write_topic_id(logs[p].dir, topic_id)  # keep the id stable from now on
@@ -394,6 +395,7 @@ class LogManager:
         topic = self._topic(name)
         del self.topics[name]
         now = self._clock()
+        self.deleted_counters.fetch_requests += topic.fetch_requests
         for plog in topic.partitions:
             self.deleted_counters.add(plog.counters)
             plog.rename_dir(plog.dir.with_name(f"{plog.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"))
@@ -542,7 +544,7 @@ class LogManager:
         fs.sync_dir(path)  # once for both (its own name in the log dir: by make_partitions)
         return PartitionLog(
             path, topic.name, partition, topic.config, clock_ms=self._clock, cleaner_config=self.cleaner_config,
-            on_offline=self._log_dir_failed, on_flushed=self._recovery_point_moved,
+            on_offline=self._log_dir_failed, on_flushed=self._recovery_point_moved, changes=topic.changes,
         )
 
 

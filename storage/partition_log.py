@@ -90,6 +90,21 @@ class PartitionCounters:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
+class Changes:
+    """A count of the changes to what a Fetch answers of a topic's partitions without reading records: their
+    high watermarks, last stable offsets and log start offsets. Every change bumps it, after the change, on
+    whichever thread makes it; so an answer made from those offsets after reading the count stays right while
+    the count is the same (gateway/quiet_fetches.py). One per topic: its partitions share it."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def bump(self) -> None:
+        self.count += 1
+
+
 @dataclass(frozen=True, slots=True)
 class ReadResult:
     """A contiguous slice of one segment file holding whole batches, ready for os.sendfile."""
@@ -120,8 +135,11 @@ class PartitionLog:
         on_offline: Callable[[PartitionLog], None] | None = None,
         on_recovered: Callable[[int], None] | None = None,
         on_flushed: Callable[[], None] | None = None,
+        changes: Changes | None = None,
     ) -> None:
         self.dir = Path(directory)
+        # Bumped after each change of fetch_offsets() (the topic's, shared by its partitions; see Changes).
+        self.changes = changes if changes is not None else Changes()
         self._on_offline = on_offline  # the log manager takes the whole log dir offline
         self._on_flushed = on_flushed  # the log manager writes the recovery-point checkpoint soon after
         self._flush_lock = threading.Lock()  # one flush of this log at a time (see `flush`)
@@ -243,15 +261,18 @@ class PartitionLog:
             return duplicate
         first_offset = self._log_end_offset
         entries = self._assign_offsets(view, batches, now_ms, leader_epoch)
-        self._write(view, entries, now_ms)
-        self._update_producers(batches, entries)
-        return AppendResult(
-            first_offset,
-            self._log_end_offset - 1,
-            now_ms if self.config.log_append_time else NO_TIMESTAMP,
-            self._log_start_offset,
-            flush_needed=self._flush_needed(first_offset, acks_all),
-        )
+        try:
+            self._write(view, entries, now_ms)
+            self._update_producers(batches, entries)
+            return AppendResult(
+                first_offset,
+                self._log_end_offset - 1,
+                now_ms if self.config.log_append_time else NO_TIMESTAMP,
+                self._log_start_offset,
+                flush_needed=self._flush_needed(first_offset, acks_all),
+            )
+        finally:
+            self.changes.bump()
 
     def _flush_needed(self, first_offset: int, acks_all: bool) -> bool:
         """Whether the append ending the log must be fsynced before it is acknowledged (by the caller, off the
@@ -401,16 +422,19 @@ class PartitionLog:
             base_offset=self._log_end_offset, partition_leader_epoch=0,
         )))
         offset = self._log_end_offset
-        self._write(view, [(0, len(view), offset, now_ms)], now_ms)
-        self._aborted.end_transaction(self._producers, self._segments[-1].txn_index_path, producer_id, producer_epoch,
-                                      commit, offset, replay=False)
-        if not commit:
-            self._dir_dirty = True  # the segment's txnindex may be new: its name is synced with the segment
-        return AppendResult(
-            offset, offset, now_ms if self.config.log_append_time else NO_TIMESTAMP, self._log_start_offset,
-            # The coordinator's write is acks=all in Kafka (WriteTxnMarkers).
-            flush_needed=self._flush_needed(offset, True),
-        )
+        try:
+            self._write(view, [(0, len(view), offset, now_ms)], now_ms)
+            self._aborted.end_transaction(self._producers, self._segments[-1].txn_index_path, producer_id,
+                                          producer_epoch, commit, offset, replay=False)
+            if not commit:
+                self._dir_dirty = True  # the segment's txnindex may be new: its name is synced with the segment
+            return AppendResult(
+                offset, offset, now_ms if self.config.log_append_time else NO_TIMESTAMP, self._log_start_offset,
+                # The coordinator's write is acks=all in Kafka (WriteTxnMarkers).
+                flush_needed=self._flush_needed(offset, True),
+            )
+        finally:
+            self.changes.bump()
 
     def aborted_transactions(self, fetch_offset: int, upper_offset: int) -> list[tuple[int, int]]:
         """(producerId, firstOffset) of the aborted transactions overlapping [fetch_offset, upper_offset).
@@ -585,6 +609,7 @@ class PartitionLog:
             self._last_flush_ms = self._clock()
             if target > self._recovery_point:
                 self._recovery_point = target
+                self.changes.bump()  # the high watermark may move past appends that waited for this fsync
                 if self._on_flushed is not None:
                     self._on_flushed()
 
@@ -602,6 +627,12 @@ class PartitionLog:
         """Remove every batch whose last offset is >= ``offset`` (whole batches, as Kafka's truncateTo)."""
         if offset >= self._log_end_offset:
             return
+        try:
+            self._truncate_to(offset)
+        finally:
+            self.changes.bump()
+
+    def _truncate_to(self, offset: int) -> None:
         now = self._clock()
         if offset <= self._segments[0].base_offset or offset < self._log_start_offset:
             # Kafka's truncateFullyAndStartAt: nothing below the target survives.
@@ -633,7 +664,8 @@ class PartitionLog:
     def delete_old_segments(self, now_ms: int) -> int:
         """Retention by the log start offset, time then size (storage.retention), whole segments only, never
         the active one; returns how many went."""
-        doomed, kept, reasons = expired_segments(self._segments, self._log_start_offset, self.config, now_ms)
+        doomed, kept, reasons = expired_segments(self._segments, self._log_start_offset, self.config, now_ms,
+                                                 self.high_watermark)
         return self._drop_segments(doomed, kept, now_ms, reasons)
 
     def _drop_segments(self, doomed: list[LogSegment], segments: list[LogSegment], now_ms: int,
@@ -645,6 +677,7 @@ class PartitionLog:
             self.counters.bytes_deleted += removed
             self._set_segments(tuple(segments))
             self._log_start_offset = max(self._log_start_offset, segments[0].base_offset)
+            self.changes.bump()
             for seg in doomed:
                 self._schedule_delete(seg, now_ms)
             self._producers.delete_snapshots(below=segments[0].base_offset)
@@ -668,6 +701,7 @@ class PartitionLog:
             )
         if offset > self._log_start_offset:
             self._log_start_offset = offset
+            self.changes.bump()
             self.delete_old_segments(self._clock())
         return self._log_start_offset
 

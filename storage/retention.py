@@ -12,13 +12,15 @@ from logway.storage.segment import LogSegment
 
 
 def expired_segments(
-    segments: Sequence[LogSegment], log_start_offset: int, config: LogConfig, now_ms: int,
+    segments: Sequence[LogSegment], log_start_offset: int, config: LogConfig, now_ms: int, high_watermark: int,
 ) -> tuple[list[LogSegment], list[LogSegment], list[str]]:
     """(the oldest segments to delete, the segments kept, what made them go: for the log line).
 
     Time: a segment goes when now - its largest timestamp > retention.ms (seed 001; the file's mtime when it
     has no timestamps, as Kafka). Size: oldest segments go while the log stays at least retention.bytes large
-    without them (Kafka's retentionSizeBreached rule).
+    without them (Kafka's retentionSizeBreached rule). Neither takes a segment holding offsets at or above the
+    high watermark (appends waiting for their fsync), so the log start offset never passes it (Kafka's
+    deletableSegments: highWatermark >= the next segment's base offset).
     """
     kept = list(segments)
     doomed: list[LogSegment] = []
@@ -33,14 +35,15 @@ def expired_segments(
         return doomed, kept, reasons
     if config.retention_ms >= 0:
         before = len(doomed)
-        while len(kept) > 1 and now_ms - _largest_timestamp(kept[0]) > config.retention_ms:
+        while (len(kept) > 1 and kept[1].base_offset <= high_watermark
+               and now_ms - _largest_timestamp(kept[0]) > config.retention_ms):
             doomed.append(kept.pop(0))
         if len(doomed) > before:
             reasons.append(f"retention.ms={config.retention_ms}")
     if config.retention_bytes >= 0:
         before = len(doomed)
         excess = sum(s.size for s in kept) - config.retention_bytes
-        while len(kept) > 1 and excess - kept[0].size >= 0:
+        while len(kept) > 1 and kept[1].base_offset <= high_watermark and excess - kept[0].size >= 0:
             excess -= kept[0].size
             doomed.append(kept.pop(0))
         if len(doomed) > before:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from logway.storage.config import LogConfig
 from logway.storage.errors import InvalidTopic
-from logway.storage.partition_log import PartitionLog
+from logway.storage.partition_log import Changes, PartitionLog
 
 MAX_NAME_LENGTH = 249  # Kafka's Topic.MAX_NAME_LENGTH
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
@@ -24,6 +24,11 @@ class Topic:
     config: LogConfig
     overrides: dict[str, str] = field(default_factory=dict)
     partitions: list[PartitionLog] = field(default_factory=list)
+    # Shared by its partition logs (each bumps it when its fetch offsets change): see partition_log.Changes.
+    changes: Changes = field(default_factory=Changes)
+    # Partitions of Fetch answers with nothing new, counted per topic by the fast path that answers them (the
+    # others count in their partitions' counters); the metrics add it to the topic's TotalFetchRequestsPerSec.
+    fetch_requests: int = 0
 
 
 def validate_topic_name(name: str) -> None:

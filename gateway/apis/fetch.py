@@ -41,7 +41,7 @@ import datetime
 import logging
 import struct
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +70,7 @@ from logway.wire.protocol import decode_body
 
 if TYPE_CHECKING:
     from logway.gateway.context import RequestContext
+    from logway.storage.topic import Topic
 
 API_KEY = 1
 MIN_VERSION = 4
@@ -287,26 +288,21 @@ async def _serve_empty(ctx: RequestContext, fast: FastFetchRequest, names: list[
     else None: _serve answers then, from the start or, after an append, with a new read."""
     infos = ctx.broker.logs.topics
     topics = []
-    served: list[PartitionLog] = []
-    note = served.append
+    served: list[tuple[Topic, int]] = []  # each topic and the partitions answered in it
     pack = empty_partition_packer(ctx.version)
+    with_start = ctx.version >= 5
+    kept = ctx.broker.fetch_heads
     for topic, name in zip(fast.topics, names, strict=True):
         info = infos.get(name) if name is not None else None
         if info is None:
             return None
-        plogs = info.partitions
-        count = len(plogs)
-        heads: list[bytes] = []
-        add = heads.append
-        for index, offset, _ in topic.partitions:
-            if not 0 <= index < count:
-                return None
-            plog = plogs[index]
-            high, lso, start = plog.fetch_offsets()
-            if offset != high:  # records to read, or an offset out of range: the general path
-                return None
-            add(pack(index, high, lso, start))
-            note(plog)
+        wanted = topic.partitions
+        # The topic's heads made once while it does not change (gateway/fetch_heads.py), or its partitions read.
+        made = kept.get(info, with_start, pack, len(wanted))
+        heads = _heads(wanted, made.highs, made.heads) if made else _read_heads(wanted, info.partitions, pack)
+        if heads is None:  # records to read, an unknown partition or an offset out of range: the general path
+            return None
+        served.append((info, len(heads)))
         topics.append((name, info.topic_id, heads))
     if fast.min_bytes > 0 and await _appended_while_waiting(ctx, fast, names, deadline):
         return None
@@ -317,9 +313,37 @@ async def _serve_empty(ctx: RequestContext, fast: FastFetchRequest, names: list[
         delay = fetch_throttle(ctx, len(answer) - 4)
         if delay:  # throttled: no partitions at all, as Kafka's throttled answer
             return b"".join(encode_fetch_response(ctx.version, ctx.header.correlation_id, [], throttle_time_ms=delay))
-    for plog in served:  # Kafka's TotalFetchRequestsPerSec, for the answer sent
-        plog.counters.fetch_requests += 1
+    for info, answered in served:  # Kafka's TotalFetchRequestsPerSec, for the answer sent (counted per topic here)
+        info.fetch_requests += answered
     return answer
+
+
+def _heads(wanted: list[tuple[int, int, int]], highs: list[int], made: list[bytes]) -> list[bytes] | None:
+    """The heads of the partitions asked for from their topic's heads, if each is asked at its high watermark."""
+    count = len(highs)
+    heads: list[bytes] = []
+    add = heads.append
+    for index, offset, _ in wanted:
+        if not 0 <= index < count or offset != highs[index]:
+            return None
+        add(made[index])
+    return heads
+
+
+def _read_heads(wanted: list[tuple[int, int, int]], plogs: list[PartitionLog],
+                pack: Callable[[int, int, int, int], bytes]) -> list[bytes] | None:
+    """The heads of the partitions asked for, read from their logs, if each is asked at its high watermark."""
+    count = len(plogs)
+    heads: list[bytes] = []
+    add = heads.append
+    for index, offset, _ in wanted:
+        if not 0 <= index < count:
+            return None
+        high, lso, start = plogs[index].fetch_offsets()
+        if offset != high:
+            return None
+        add(pack(index, high, lso, start))
+    return heads
 
 
 async def _appended_while_waiting(ctx: RequestContext, fast: FastFetchRequest, names: list[str | None],
