@@ -114,3 +114,18 @@ def test_delete_records_moves_the_start_and_drops_only_whole_segments_below_it(o
         plog.delete_records_before(21)
     plog.append(make_batch([b"after"], keys=[b"k"]), now_ms=NOW)
     assert plog.read_bytes(20, 1000)
+
+
+def test_retention_keeps_segments_at_or_above_the_high_watermark(open_log):
+    """Appends waiting for their fsync (flush.acks.all.enable) are above the high watermark: retention does not
+    take their segments, so the log start offset never passes the high watermark (Kafka's deletableSegments)."""
+    plog = open_log({"segment.bytes": "400", "retention.ms": str(DAY), "flush.acks.all.enable": "true"})
+    for _ in range(8):  # old records, fsync not yet done: several segments above the high watermark
+        assert plog.append(make_batch([b"x" * 60]), now_ms=NOW, acks_all=True).flush_needed
+    assert len(plog.segment_base_offsets) > 2 and plog.high_watermark == 0
+    assert plog.delete_old_segments(NOW + 2 * DAY) == 0
+    assert plog.log_start_offset == 0
+    plog.flush()  # now acknowledged: the high watermark moves to the log end, and retention may take them
+    assert plog.high_watermark == plog.log_end_offset
+    assert plog.delete_old_segments(NOW + 2 * DAY) > 0
+    assert plog.log_start_offset <= plog.high_watermark
