@@ -19,8 +19,9 @@ from logway.wire.fetch import FileSlice
 
 log = logging.getLogger(__name__)
 
-# File slices go out in pieces this large (each one pread, then as many TLS records as it needs).
-_FILE_CHUNK = 256 * 1024
+# File slices go out in pieces this large (each one pread, then as many TLS records as it needs): as large as
+# the socket's encryption step (tls_socket._SEND_CHUNK), so each piece is encrypted while it is in the cache.
+_FILE_CHUNK = 64 * 1024
 _JOIN_UP_TO = 64 * 1024
 
 
