@@ -6,7 +6,7 @@ read every partition's high watermark, last stable offset and log start offset a
 cache miss or more per partition, as they were last touched 100 ms before, and most of the request's cost.
 
 Here a topic's heads (one per partition, in the answer's layout) and high watermarks are made once, with the
-topic's change count read first (storage.partition_log.Changes: bumped after every change of a partition's
+topic's change count read first (storage.partition_counts.Changes: bumped after every change of a partition's
 fetch offsets), and used while that count and the topic object are the same: a request then costs a list lookup
 per partition. Made only for a request that names at least half of the topic's partitions (a request for a few
 partitions of a large busy topic walks them as before, rather than the whole topic at each change).

@@ -46,7 +46,8 @@ from logway.storage.errors import (
 )
 from logway.storage.log_loader import RecoveryLoss
 from logway.storage.open_files import OPEN_SEGMENTS
-from logway.storage.partition_log import PartitionCounters, PartitionLog
+from logway.storage.partition_counts import PartitionCounters
+from logway.storage.partition_log import PartitionLog
 from logway.storage.progress import Progress
 from logway.storage.topic import Topic, collision_key, decode_topic_id, encode_topic_id, validate_topic_name
 

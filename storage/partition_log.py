@@ -35,6 +35,7 @@ from logway.storage.errors import (
 )
 from logway.storage.log_loader import LogLoader, rebuild_producer_state
 from logway.storage.log_validator import ValidBatch, convert_batches, validate_batches
+from logway.storage.partition_counts import Changes, PartitionCounters
 from logway.storage.producer_state import BatchMetadata, ProducerStateManager
 from logway.storage.retention import expired_segments
 from logway.storage.segment import BatchEntry, LogSegment, UndoFailed
@@ -70,39 +71,6 @@ class AppendResult:
     duplicate: bool = False
     # flush.messages reached: the caller must run `flush` (in a worker thread) before acknowledging.
     flush_needed: bool = False
-
-
-@dataclass(slots=True)
-class PartitionCounters:
-    """Counts since the broker started, for its metrics: traffic the server counts (bytes and messages in
-    through Produce, bytes out through Fetch), and what retention removed, counted here."""
-
-    bytes_in: int = 0
-    messages_in: int = 0
-    bytes_out: int = 0
-    produce_requests: int = 0
-    fetch_requests: int = 0
-    segments_deleted: int = 0  # by retention, DeleteRecords or the log start offset
-    bytes_deleted: int = 0
-
-    def add(self, other: PartitionCounters) -> None:
-        for name in self.__slots__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-
-
-class Changes:
-    """A count of the changes to what a Fetch answers of a topic's partitions without reading records: their
-    high watermarks, last stable offsets and log start offsets. Every change bumps it, after the change, on
-    whichever thread makes it; so an answer made from those offsets after reading the count stays right while
-    the count is the same (gateway/quiet_fetches.py). One per topic: its partitions share it."""
-
-    __slots__ = ("count",)
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def bump(self) -> None:
-        self.count += 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -428,11 +396,9 @@ class PartitionLog:
                                           producer_epoch, commit, offset, replay=False)
             if not commit:
                 self._dir_dirty = True  # the segment's txnindex may be new: its name is synced with the segment
-            return AppendResult(
+            return AppendResult(  # flush_needed: the coordinator's write is acks=all in Kafka (WriteTxnMarkers)
                 offset, offset, now_ms if self.config.log_append_time else NO_TIMESTAMP, self._log_start_offset,
-                # The coordinator's write is acks=all in Kafka (WriteTxnMarkers).
-                flush_needed=self._flush_needed(offset, True),
-            )
+                flush_needed=self._flush_needed(offset, True))
         finally:
             self.changes.bump()
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 from logway.storage.config import LogConfig
 from logway.storage.errors import InvalidTopic
-from logway.storage.partition_log import Changes, PartitionLog
+from logway.storage.partition_counts import Changes
+from logway.storage.partition_log import PartitionLog
 
 MAX_NAME_LENGTH = 249  # Kafka's Topic.MAX_NAME_LENGTH
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")

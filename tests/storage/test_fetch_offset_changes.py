@@ -18,7 +18,6 @@ from logway.storage.errors import KafkaStorageError, OffsetOutOfRange
 from logway.wire.records import build_batch
 
 
-
 def batch(n: int, pid: int = -1, seq: int = -1, transactional: bool = False) -> bytearray:
     return bytearray(build_batch([(None, b"v" * 200, ())] * n, base_timestamp=NOW, producer_id=pid,
                                  producer_epoch=0 if pid >= 0 else -1, base_sequence=seq,
