@@ -5,16 +5,16 @@ second (at 100 ms long polls), each time in another order (it rotates its partit
 read every partition's high watermark, last stable offset and log start offset and packed its answer head: a
 cache miss or more per partition, as they were last touched 100 ms before, and most of the request's cost.
 
-Here a topic's heads (one per partition, in the answer's layout) and high watermarks are made once, with the
-topic's change count read first (storage.partition_counts.Changes: bumped after every change of a partition's
-fetch offsets), and used while that count and the topic object are the same: a request then costs a list lookup
-per partition. Made only for a request that names at least half of the topic's partitions (a request for a few
-partitions of a large busy topic walks them as before, rather than the whole topic at each change).
+Here what such a request read (each partition's head, in the answer's layout, and high watermark) is kept by
+topic with the topic's change count read before it (storage.partition_counts.Changes: bumped after every change
+of a partition's fetch offsets). While the topic is the same object at the same count, a request for partitions
+kept costs a list lookup each; a partition not kept yet is read as before and added (so the members of a group,
+each with its own partitions, fill one topic's heads). A change starts the topic's heads afresh.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -22,51 +22,51 @@ if TYPE_CHECKING:
 
 
 class TopicHeads:
-    """One topic's partitions' heads in one layout, and their high watermarks, as of ``count``."""
+    """One topic's partitions' heads in one layout and their high watermarks (None: not read yet), as of
+    ``count``."""
 
     __slots__ = ("topic", "count", "highs", "heads")
 
-    def __init__(self, topic: Topic, count: int, highs: list[int], heads: list[bytes]) -> None:
+    def __init__(self, topic: Topic, count: int) -> None:
         self.topic = topic
         self.count = count
-        self.highs = highs
-        self.heads = heads
+        size = len(topic.partitions)
+        self.highs: list[int | None] = [None] * size
+        self.heads: list[bytes | None] = [None] * size
 
 
 class FetchHeads:
-    """The TopicHeads of the topics sessionless Fetches have asked for, by topic name and layout; ``topics`` is
-    the log manager's (to forget the heads of topics deleted since)."""
+    """The TopicHeads of the topics sessionless Fetches have asked for, by topic name and layout (with log start
+    offsets from Fetch v5, or not); ``topics`` is the log manager's (to forget the heads of deleted topics)."""
 
     def __init__(self, topics: Mapping[str, Topic]) -> None:
         self._topics = topics
         self._kept: dict[tuple[str, bool], TopicHeads] = {}
 
-    def get(self, topic: Topic, with_start: bool, pack: Callable[[int, int, int, int], bytes],
-            wanted: int) -> TopicHeads | None:
-        """The heads of ``topic`` as they are now (with log start offsets from Fetch v5), made again if it
-        changed; None if ``wanted`` (the partitions the request names) is under half the topic's partitions
-        and none are kept."""
-        key = (topic.name, with_start)
-        kept = self._kept.get(key)
-        if kept is not None and kept.topic is topic and kept.count == topic.changes.count:
+    def current(self, topic: Topic, with_start: bool) -> TopicHeads | None:
+        """The heads kept of ``topic`` if it has not changed since (nor gained partitions)."""
+        kept = self._kept.get((topic.name, with_start))
+        if (kept is not None and kept.topic is topic and kept.count == topic.changes.count
+                and len(kept.highs) == len(topic.partitions)):
             return kept
-        plogs = topic.partitions
-        if wanted * 2 < len(plogs):
-            return None
-        changes = topic.changes
-        count = changes.count  # before the partitions are read: a change meanwhile makes it stale at once
-        highs: list[int] = []
-        heads: list[bytes] = []
-        for index, plog in enumerate(plogs):
-            if plog.changes is not changes:  # a partition not counting in its topic's count: nothing kept
-                return None
-            high, lso, start = plog.fetch_offsets()
-            highs.append(high)
-            heads.append(pack(index, high, lso, start))
-        if key not in self._kept and len(self._kept) >= 2 * len(self._topics):
-            self._forget_gone()
-        self._kept[key] = kept = TopicHeads(topic, count, highs, heads)
-        return kept
+        return None
+
+    def add(self, topic: Topic, with_start: bool, count: int, indexes: list[int], highs: list[int],
+            heads: list[bytes]) -> None:
+        """Keep what a request read of ``topic``'s partitions ``indexes`` after its change count was ``count``."""
+        if topic.changes.count != count or any(plog.changes is not topic.changes for plog in
+                                                 (topic.partitions[i] for i in indexes)):
+            return  # changed meanwhile (a flush thread), or a partition not counting in its topic's count
+        key = (topic.name, with_start)
+        kept = self.current(topic, with_start)
+        if kept is None or kept.count != count:
+            if key not in self._kept and len(self._kept) >= 2 * len(self._topics):
+                self._forget_gone()
+            self._kept[key] = kept = TopicHeads(topic, count)
+        kept_highs, kept_heads = kept.highs, kept.heads
+        for index, high, head in zip(indexes, highs, heads, strict=True):
+            kept_highs[index] = high
+            kept_heads[index] = head
 
     def _forget_gone(self) -> None:
         """Drop the heads of topics deleted (or made again) since."""

@@ -297,11 +297,16 @@ async def _serve_empty(ctx: RequestContext, fast: FastFetchRequest, names: list[
         if info is None:
             return None
         wanted = topic.partitions
-        # The topic's heads made once while it does not change (gateway/fetch_heads.py), or its partitions read.
-        made = kept.get(info, with_start, pack, len(wanted))
-        heads = _heads(wanted, made.highs, made.heads) if made else _read_heads(wanted, info.partitions, pack)
-        if heads is None:  # records to read, an unknown partition or an offset out of range: the general path
-            return None
+        # The heads kept of the topic while it does not change (gateway/fetch_heads.py), else its partitions read.
+        made = kept.current(info, with_start)
+        heads = _heads(wanted, made.highs, made.heads) if made else None
+        if heads is None:
+            count = info.changes.count  # before the partitions are read
+            highs: list[int] = []
+            heads = _read_heads(wanted, info.partitions, pack, highs)
+            if heads is None:  # records to read, an unknown partition or an offset out of range: the general path
+                return None
+            kept.add(info, with_start, count, [index for index, _, _ in wanted], highs, heads)
         served.append((info, len(heads)))
         topics.append((name, info.topic_id, heads))
     if fast.min_bytes > 0 and await _appended_while_waiting(ctx, fast, names, deadline):
@@ -318,8 +323,9 @@ async def _serve_empty(ctx: RequestContext, fast: FastFetchRequest, names: list[
     return answer
 
 
-def _heads(wanted: list[tuple[int, int, int]], highs: list[int], made: list[bytes]) -> list[bytes] | None:
-    """The heads of the partitions asked for from their topic's heads, if each is asked at its high watermark."""
+def _heads(wanted: list[tuple[int, int, int]], highs: list[int | None], made: list[bytes | None]) -> list | None:
+    """The heads of the partitions asked for from their topic's kept heads, if each is kept and asked at its high
+    watermark (a high watermark not kept is None: never equal to an offset)."""
     count = len(highs)
     heads: list[bytes] = []
     add = heads.append
@@ -331,11 +337,12 @@ def _heads(wanted: list[tuple[int, int, int]], highs: list[int], made: list[byte
 
 
 def _read_heads(wanted: list[tuple[int, int, int]], plogs: list[PartitionLog],
-                pack: Callable[[int, int, int, int], bytes]) -> list[bytes] | None:
-    """The heads of the partitions asked for, read from their logs, if each is asked at its high watermark."""
+                pack: Callable[[int, int, int, int], bytes], highs: list[int]) -> list[bytes] | None:
+    """The heads of the partitions asked for, read from their logs (their high watermarks into ``highs``), if each
+    is asked at its high watermark."""
     count = len(plogs)
     heads: list[bytes] = []
-    add = heads.append
+    add, note = heads.append, highs.append
     for index, offset, _ in wanted:
         if not 0 <= index < count:
             return None
@@ -343,6 +350,7 @@ def _read_heads(wanted: list[tuple[int, int, int]], plogs: list[PartitionLog],
         if offset != high:
             return None
         add(pack(index, high, lso, start))
+        note(high)
     return heads
 
 

@@ -56,11 +56,11 @@ class Client:
     def topic(self):
         return self.on_loop(lambda: self.broker.logs.topics.get(TOPIC))
 
-    def request(self, version: int, rotate: int) -> dict:
-        """A request of every partition at its end, the list rotated by ``rotate``."""
+    def request(self, version: int, rotate: int, partitions: range = range(PARTITIONS)) -> dict:
+        """A request of ``partitions`` at their ends, the list rotated by ``rotate``."""
         topic = self.topic()
         ends = self.on_loop(lambda: [plog.high_watermark for plog in topic.partitions])
-        order = list(range(PARTITIONS))
+        order = list(partitions)
         order = order[rotate:] + order[:rotate]
         return {"replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
                 "session_id": 0, "session_epoch": -1, "rack_id": "",
@@ -125,6 +125,23 @@ def test_quiet_fetches_are_answered_from_kept_heads_until_the_topic_changes(logw
     client.same(version, data, 10)
     client.same(version, client.request(version, 3), 11)
     producer.close()
+    admin.delete_topics([TOPIC])
+    admin.close()
+
+
+def test_requests_for_part_of_a_topic_fill_its_heads(logway, monkeypatch):
+    """Two consumers of a group, each with half the partitions, are read once each; then the whole topic is
+    answered from the heads they left."""
+    admin = KafkaAdminClient(bootstrap_servers=logway.bootstrap)
+    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])
+    client = Client(logway)
+    client.same(12, client.request(12, 0, range(0, 3)), 1)
+    client.same(12, client.request(12, 1, range(3, PARTITIONS)), 2)
+    whole = client.request(12, 4)
+    with monkeypatch.context() as m:
+        m.setattr(PartitionLog, "fetch_offsets", _not_read)
+        answer = client.ask(12, whole, 3)
+    assert answer == client.ask(12, whole, 3, general=True)
     admin.delete_topics([TOPIC])
     admin.close()
 
