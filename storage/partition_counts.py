@@ -3,6 +3,7 @@ Fetch answers of it without reading records (Changes)."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 
@@ -25,10 +26,13 @@ class PartitionCounters:
 
 
 class Changes:
-    """A count of the changes to what a Fetch answers of a topic's partitions without reading records: their
-    high watermarks, last stable offsets and log start offsets. Every change bumps it, after the change, on
-    whichever thread makes it; so an answer made from those offsets after reading the count stays right while
-    the count is the same (gateway/fetch_heads.py). One per topic: its partitions share it."""
+    """What marks the changes to what a Fetch answers of a topic's partitions without reading records: their high
+    watermarks, last stable offsets and log start offsets. Every change sets ``count`` anew, after the change, on
+    whichever thread makes it; so heads made from those offsets after reading ``count`` stay right while it is the
+    same (gateway/fetch_heads.py). One per topic: its partitions share it.
+
+    Each bump takes a value never used before from one broker-wide tally (not ``count + 1``: a bump read on a
+    flush thread and written after the loop's own bumps would bring back a value seen before)."""
 
     __slots__ = ("count",)
 
@@ -36,4 +40,7 @@ class Changes:
         self.count = 0
 
     def bump(self) -> None:
-        self.count += 1
+        self.count = next(_TALLY)
+
+
+_TALLY = itertools.count(1)  # next() on it is one C call: no two bumps get the same value, on any thread
