@@ -25,7 +25,7 @@ class Topic:
     config: LogConfig
     overrides: dict[str, str] = field(default_factory=dict)
     partitions: list[PartitionLog] = field(default_factory=list)
-    # Shared by its partition logs (each bumps it when its fetch offsets change): see partition_log.Changes.
+    # Shared by its partition logs (each bumps it when its fetch offsets change): see partition_counts.Changes.
     changes: Changes = field(default_factory=Changes)
     # Partitions of Fetch answers with nothing new, counted per topic by the fast path that answers them (the
     # others count in their partitions' counters); the metrics add it to the topic's TotalFetchRequestsPerSec.

@@ -17,12 +17,13 @@ KIP-74: max_bytes and partition_max_bytes are soft for the first batch of the fi
 The request is read once, here (RAW): wire.fetch_request reads the common shape into tuples (served as they
 are, or as a _Request in kio's shape), kio reads anything else. A sessionless fetch whose every partition is
 known and at its high watermark (a caught-up consumer polling 1,000 partitions) is answered by _serve_empty,
-one pack per partition and no per-partition objects; any other fetch, or one that an append wakes, by _serve.
+from its topics' heads kept while they do not change (gateway/fetch_heads.py), else one pack per partition
+read, and no per-partition objects; any other fetch, or one that an append wakes, by _serve.
 tests/gateway/test_fetch_fast_path.py holds both to the same bytes. Under ACLs the topics are checked by name
 (request_acls.fetch_denials, the proxy's rule too); without an authorizer that is one branch.
 
 "Nothing to read" is a fetch offset at the partition's high watermark (fetch_offsets()[0]). It is tested inline
-in the three per-partition loops (_serve_empty, _collect, _quiet_session) on purpose: they run per partition
+in the three per-partition loops (_read_heads, _collect, _quiet_session) on purpose: they run per partition
 of every poll, and a shared helper measured +30% instructions per call (1,000-partition empty fetch) and a
 shared walk +46% on the quiet session check (callgrind).
 
