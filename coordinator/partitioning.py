@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from logway.wire.java_hash import java_string_hashcode
+from collections.abc import Callable
 
-__all__ = ["LoadedPartitions", "java_string_hashcode", "partition_for_group"]
+from logway.wire.java_hash import java_hash_map_order, java_string_hashcode, java_topic_partition_hashcode
+
+__all__ = ["LoadedPartitions", "java_string_hashcode", "kafka_describe_order", "partition_for_group"]
 
 _INT32_MIN = -(2**31)
 
@@ -14,6 +16,21 @@ def partition_for_group(group_id: str, num_partitions: int) -> int:
     h = java_string_hashcode(group_id)
     # org.apache.kafka.common.utils.Utils.abs maps Integer.MIN_VALUE to 0 instead of overflowing.
     return (0 if h == _INT32_MIN else abs(h)) % num_partitions
+
+
+def kafka_describe_order(group_ids: list[str | None], partition_for: Callable[[str], int],
+                         invalid: Callable[[str | None], bool]) -> list[str | None]:
+    """``group_ids`` in the order Kafka's GroupCoordinatorService answers DescribeGroups, ConsumerGroupDescribe
+    and ShareGroupDescribe: the ``invalid`` ids first (answered INVALID_GROUP_ID at once), then the others
+    grouped by their ``__consumer_offsets`` partition, the partitions in the iteration order of the
+    ``HashMap<TopicPartition, List<String>>`` it groups them in, each partition's ids in request order."""
+    first = [g for g in group_ids if invalid(g)]
+    by_partition: dict[int, list[str]] = {}
+    for g in group_ids:
+        if not invalid(g):
+            by_partition.setdefault(partition_for(g), []).append(g)
+    order = java_hash_map_order(by_partition, lambda p: java_topic_partition_hashcode("__consumer_offsets", p))
+    return first + [g for p in order for g in by_partition[p]]
 
 
 class LoadedPartitions:

@@ -4,9 +4,12 @@ order of some answers Kafka builds from one, e.g. DescribeUserScramCredentials).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
-__all__ = ["java_hash_map_order", "java_string_hashcode"]
+__all__ = ["java_hash_map_order", "java_string_hashcode", "java_topic_partition_hashcode"]
+
+K = TypeVar("K")
 
 
 def java_string_hashcode(s: str) -> int:
@@ -18,18 +21,24 @@ def java_string_hashcode(s: str) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
-def java_hash_map_order(keys: Iterable[str]) -> list[str]:
-    """The distinct ``keys`` in the order a ``new HashMap<String, ?>()`` they were put into in this order iterates
-    them: by bucket (the spread hash ``h ^ (h >>> 16)`` masked to the table size: 16, doubled while more than 3/4
-    full), then in insertion order within a bucket (a resize keeps that order; buckets of 8+ become trees, which
-    short lists of names never reach)."""
+def java_hash_map_order(keys: Iterable[K], hashcode: Callable[[K], int] = java_string_hashcode) -> list[K]:
+    """The distinct ``keys`` in the order a ``new HashMap<>()`` they were put into in this order iterates them
+    (``hashcode``: the keys' Java ``hashCode``, String's by default): by bucket (the spread hash ``h ^ (h >>> 16)``
+    masked to the table size: 16, doubled while more than 3/4 full), then in insertion order within a bucket (a
+    resize keeps that order; buckets of 8+ become trees, which short lists of names never reach)."""
     distinct = list(dict.fromkeys(keys))
     capacity = 16
     while len(distinct) > capacity * 3 // 4:
         capacity *= 2
 
-    def bucket(key: str) -> int:
-        h = java_string_hashcode(key) & 0xFFFFFFFF
+    def bucket(key: K) -> int:
+        h = hashcode(key) & 0xFFFFFFFF
         return (h ^ (h >> 16)) & (capacity - 1)
 
     return sorted(distinct, key=bucket)  # stable: insertion order within a bucket
+
+
+def java_topic_partition_hashcode(topic: str, partition: int) -> int:
+    """Kafka's ``TopicPartition.hashCode``: ``31 * (31 + partition) + topic.hashCode()``, as a signed int32."""
+    h = (31 * (31 + partition) + java_string_hashcode(topic)) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h

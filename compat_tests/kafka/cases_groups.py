@@ -233,3 +233,44 @@ def metadata_by_topic_id(side: Side, v: int, topic: str) -> Steps:
                                        {"name": topic, "topic_id": NO_ID}],
                             "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
     return {"topics": sorted(((t.name or "") == topic, t.error_code.name, len(t.partitions)) for t in resp.topics)}
+
+
+# Kafka's GroupCoordinatorService answers a describe of several groups by coordinator partition, in the order of
+# the HashMap it groups them in (Logway: coordinator.partitioning.kafka_describe_order), not in the request's.
+ORDER_GROUPS = 16
+
+
+def _order_groups(side: Side, topic: str) -> list[str]:
+    """The group ids, each one's coordinator partition loaded (else Kafka answers it NOT_COORDINATOR or
+    COORDINATOR_LOAD_IN_PROGRESS while __consumer_offsets is new)."""
+    ids = [f"{topic}-{i}" for i in range(ORDER_GROUPS)]
+    for group in ids:
+        _find_coordinator(side, 3, group)
+    return ids
+
+
+def _answer_order(ids: list[str], answered: list[str]) -> list[int]:
+    return [ids.index(g) if g in ids else -1 for g in answered]
+
+
+@case(15, "the answer's order: 16 unknown groups")
+def describe_groups_order(side: Side, v: int, topic: str) -> Steps:
+    ids = _order_groups(side, topic)
+    resp = side.call(15, v, {"groups": ids, "include_authorized_operations": False})
+    return {"order": _answer_order(ids, [g.group_id for g in resp.groups])}
+
+
+@case(69, "the answer's order: 16 unknown groups and an empty id")
+def consumer_group_describe_order(side: Side, v: int, topic: str) -> Steps:
+    ids = _order_groups(side, topic)
+    resp = side.call(69, v, {"group_ids": [*ids[:5], "", *ids[5:]], "include_authorized_operations": False})
+    return {"order": _answer_order(ids, [g.group_id for g in resp.groups]),
+            "errors": [g.error_code for g in resp.groups]}
+
+
+@case(77, "the answer's order: 16 unknown groups and an empty id")
+def share_group_describe_order(side: Side, v: int, topic: str) -> Steps:
+    ids = _order_groups(side, topic)
+    resp = side.call(77, v, {"group_ids": [*ids[:5], "", *ids[5:]], "include_authorized_operations": False})
+    return {"order": _answer_order(ids, [g.group_id for g in resp.groups]),
+            "errors": [g.error_code for g in resp.groups]}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from logway.coordinator.partitioning import kafka_describe_order
 from logway.server.security.authorizer import ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
@@ -32,8 +33,9 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
     groups = ctx.broker.groups
     include_operations = ctx.version >= 3 and request.include_authorized_operations
-    result = await groups.call(groups.coordinator.describe_groups, group_ids=list(request.groups),
-                               not_found_error=ctx.version >= 6)
+    # Kafka's answer order (by coordinator partition), not the request's: coordinator.partitioning.
+    ids = kafka_describe_order(list(request.groups), groups.coordinator.partition_for, lambda g: g is None)
+    result = await groups.call(groups.coordinator.describe_groups, group_ids=ids, not_found_error=ctx.version >= 6)
     return build(response_type(API_KEY, ctx.version), {
         "throttle_time": 0,
         "groups": [{

@@ -6,6 +6,7 @@ the group operations the principal may do. The ACL check (GROUP DESCRIBE) is the
 
 from __future__ import annotations
 
+from logway.coordinator.partitioning import kafka_describe_order
 from logway.server.security.authorizer import ResourceType
 from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, response_type
@@ -26,7 +27,9 @@ def _member(m) -> dict:
 
 async def handle(ctx, request):
     groups = ctx.broker.groups
-    described = await groups.call(groups.coordinator.share_group_describe, group_ids=list(request.group_ids))
+    # Kafka's answer order (by coordinator partition), not the request's: coordinator.partitioning.
+    ids = kafka_describe_order(list(request.group_ids), groups.coordinator.partition_for, lambda g: not g)
+    described = await groups.call(groups.coordinator.share_group_describe, group_ids=ids)
     out = []
     for g in described:
         ops = AUTHORIZED_OPERATIONS_OMITTED
