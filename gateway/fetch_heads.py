@@ -58,8 +58,8 @@ class FetchHeads:
                                                  (topic.partitions[i] for i in indexes)):
             return  # changed meanwhile (a flush thread), or a partition not counting in its topic's count
         key = (topic.name, with_start)
-        kept = self.current(topic, with_start)
-        if kept is None or kept.count != count:
+        kept = self.current(topic, with_start)  # at ``count`` if any: the topic's mark is ``count``
+        if kept is None:
             if key not in self._kept and len(self._kept) >= 2 * len(self._topics):
                 self._forget_gone()
             self._kept[key] = kept = TopicHeads(topic, count)
