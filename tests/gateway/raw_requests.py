@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from typing import Any
 
 from kio.serial import entity_reader
 
+from logway.wire.errors import ErrorCode
 from logway.wire.protocol import build, encode_body, request_type, response_type
 
 CORRELATION_ID = 7
@@ -48,3 +50,15 @@ def exchange(s: socket.socket, api_key: int, version: int, data: dict) -> Any:
     cls = response_type(api_key, version)
     body_at = 5 if cls.__flexible__ and api_key != 18 else 4
     return entity_reader(cls)(payload, body_at)[0]
+
+
+def share_join(s: socket.socket, group: str, member: str, topics: list[str]) -> Any:
+    """ShareGroupHeartbeat v1 at epoch 0, asked again while the coordinator is still loading the group's
+    __consumer_offsets partition (as a client does on COORDINATOR_LOAD_IN_PROGRESS, for at most 30 s)."""
+    deadline = time.monotonic() + 30
+    while True:
+        joined = exchange(s, 76, 1, {"group_id": group, "member_id": member, "member_epoch": 0, "rack_id": None,
+                                     "subscribed_topic_names": topics})
+        if joined.error_code != ErrorCode.coordinator_load_in_progress or time.monotonic() > deadline:
+            return joined
+        time.sleep(0.05)

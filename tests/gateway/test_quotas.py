@@ -12,7 +12,7 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from raw_requests import exchange, read_frame, request_frame
+from raw_requests import exchange, read_frame, request_frame, share_join
 
 from logway.gateway.in_process import InProcessGateway
 from logway.wire.records import NewRecord, build_batch
@@ -125,8 +125,7 @@ def test_a_share_consumer_over_its_byte_rate_is_told_its_throttle_time_and_keeps
                 {"name": "t", "partition_data": [{"index": 0, "records": batch}]}]})
             members = [str(uuid.uuid4()), str(uuid.uuid4())]
             for member in members:
-                joined = exchange(s, 76, 1, {"group_id": "g", "member_id": member, "member_epoch": 0,
-                                             "rack_id": None, "subscribed_topic_names": ["t"]})
+                joined = share_join(s, "g", member, ["t"])
                 assert joined.error_code == 0, joined
         with socket.create_connection(("127.0.0.1", gw.port), timeout=20) as s:
             free = _share_fetch(s, members[0], topic_id)

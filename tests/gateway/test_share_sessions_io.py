@@ -9,7 +9,7 @@ import socket
 import time
 import uuid
 
-from raw_requests import exchange
+from raw_requests import exchange, share_join
 
 from logway.gateway.in_process import InProcessGateway
 from logway.wire.errors import ErrorCode as E
@@ -28,15 +28,7 @@ def fetch(s: socket.socket, group: str, member: str, epoch: int, topic_id: uuid.
 
 
 def join(s: socket.socket, member: str):
-    """ShareGroupHeartbeat at epoch 0, asked again while the coordinator is still loading its partitions (as a
-    client does on COORDINATOR_LOAD_IN_PROGRESS, for at most 30 s)."""
-    deadline = time.monotonic() + 30
-    while True:
-        joined = exchange(s, 76, 1, {"group_id": "g", "member_id": member, "member_epoch": 0, "rack_id": None,
-                                     "subscribed_topic_names": ["t"]})
-        if joined.error_code != E.coordinator_load_in_progress or time.monotonic() > deadline:
-            return joined
-        time.sleep(0.05)
+    return share_join(s, "g", member, ["t"])
 
 
 def test_records_held_by_a_closed_connection_are_delivered_again_at_once(tmp_path) -> None:
