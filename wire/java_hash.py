@@ -18,7 +18,7 @@ def java_string_hashcode(s: str) -> int:
     units = s.encode("utf-16-be", "surrogatepass")
     for i in range(0, len(units), 2):
         h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
+    return _int32(h)
 
 
 def java_hash_map_order(keys: Iterable[K], hashcode: Callable[[K], int] = java_string_hashcode) -> list[K]:
@@ -40,5 +40,9 @@ def java_hash_map_order(keys: Iterable[K], hashcode: Callable[[K], int] = java_s
 
 def java_topic_partition_hashcode(topic: str, partition: int) -> int:
     """Kafka's ``TopicPartition.hashCode``: ``31 * (31 + partition) + topic.hashCode()``, as a signed int32."""
-    h = (31 * (31 + partition) + java_string_hashcode(topic)) & 0xFFFFFFFF
+    return _int32((31 * (31 + partition) + java_string_hashcode(topic)) & 0xFFFFFFFF)
+
+
+def _int32(h: int) -> int:
+    """An unsigned 32-bit value as Java's signed int."""
     return h - (1 << 32) if h & 0x80000000 else h

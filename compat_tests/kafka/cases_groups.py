@@ -260,17 +260,19 @@ def describe_groups_order(side: Side, v: int, topic: str) -> Steps:
     return {"order": _answer_order(ids, [g.group_id for g in resp.groups])}
 
 
-@case(69, "the answer's order: 16 unknown groups and an empty id")
-def consumer_group_describe_order(side: Side, v: int, topic: str) -> Steps:
+def _new_describe_order(side: Side, api_key: int, v: int, topic: str) -> Steps:
+    """ConsumerGroupDescribe or ShareGroupDescribe of the groups with an empty id among them (INVALID_GROUP_ID)."""
     ids = _order_groups(side, topic)
-    resp = side.call(69, v, {"group_ids": [*ids[:5], "", *ids[5:]], "include_authorized_operations": False})
+    resp = side.call(api_key, v, {"group_ids": [*ids[:5], "", *ids[5:]], "include_authorized_operations": False})
     return {"order": _answer_order(ids, [g.group_id for g in resp.groups]),
             "errors": [g.error_code for g in resp.groups]}
+
+
+@case(69, "the answer's order: 16 unknown groups and an empty id")
+def consumer_group_describe_order(side: Side, v: int, topic: str) -> Steps:
+    return _new_describe_order(side, 69, v, topic)
 
 
 @case(77, "the answer's order: 16 unknown groups and an empty id")
 def share_group_describe_order(side: Side, v: int, topic: str) -> Steps:
-    ids = _order_groups(side, topic)
-    resp = side.call(77, v, {"group_ids": [*ids[:5], "", *ids[5:]], "include_authorized_operations": False})
-    return {"order": _answer_order(ids, [g.group_id for g in resp.groups]),
-            "errors": [g.error_code for g in resp.groups]}
+    return _new_describe_order(side, 77, v, topic)
